@@ -1,0 +1,68 @@
+"""What a ``Connection`` reports after reading bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .methods import Method
+from .properties import Properties
+from .spec import Spec
+
+
+@dataclass(slots=True)
+class ProtocolHeaderReceived:
+    """Server side: the client's protocol header named a version we speak."""
+
+    spec: Spec
+
+
+@dataclass(slots=True)
+class UnsupportedProtocol:
+    """The peer's protocol header named a version we do not speak.
+
+    On the server, ``reply`` is our preferred header, to be sent before closing the socket
+    (the spec's negotiation). On the client, ``header`` is what the server offered instead.
+    """
+
+    header: bytes
+    reply: bytes
+
+
+@dataclass(slots=True)
+class MethodReceived:
+    channel: int
+    method: Method
+
+
+@dataclass(slots=True)
+class ContentReceived:
+    """A content-bearing method with its header and complete body."""
+
+    channel: int
+    method: Method
+    properties: Properties
+    body: bytes
+
+
+@dataclass(slots=True)
+class HeartbeatReceived:
+    pass
+
+
+@dataclass(slots=True)
+class OtherFrameReceived:
+    """A 0-9 out-of-band or trace frame (types 4-7), left to the application."""
+
+    frame_type: int
+    channel: int
+    payload: bytes
+
+
+Event = (
+    ProtocolHeaderReceived
+    | UnsupportedProtocol
+    | MethodReceived
+    | ContentReceived
+    | HeartbeatReceived
+    | OtherFrameReceived
+)

@@ -1,0 +1,229 @@
+"""The AMQP specifications, loaded from the XML files shipped in ``spec/``.
+
+Everything else in the protocol package is generated from the ``Spec`` objects built here:
+method classes, content-property classes, error classes. Nothing per method is written by hand.
+"""
+
+from __future__ import annotations
+
+import functools
+import keyword
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .methods import Method
+    from .properties import Properties
+
+#: The wire types of the spec's primitive domains. ``content`` is the body of 0-9's
+#: message.transfer, which the XML uses without defining: as in Qpid's 0-9 implementation,
+#: an octet (0 inline, 1 reference) followed by a long string.
+PRIMITIVE_TYPES = frozenset(
+    {"bit", "octet", "short", "long", "longlong", "shortstr", "longstr", "timestamp", "table",
+     "content"}
+)
+
+
+def identifier(xml_name: str) -> str:
+    """The Python attribute name for an XML field or method name.
+
+    0-8 writes names with spaces, 0-9 with hyphens; 0-9 spells ``nowait`` where 0-9-1 spells
+    ``no-wait``: both become ``no_wait`` so code written against one version reads the other.
+    """
+    name = xml_name.replace("-", "_").replace(" ", "_")
+    if name == "nowait":
+        name = "no_wait"
+    if keyword.iskeyword(name):
+        name += "_"
+    return name
+
+
+def camel(xml_name: str) -> str:
+    """``recover-sync-ok`` -> ``RecoverSyncOk``."""
+    return "".join(part.capitalize() for part in xml_name.replace(" ", "-").split("-"))
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    """One field of a method or one content property."""
+
+    name: str  #: Python identifier
+    xml_name: str
+    type: str  #: one of PRIMITIVE_TYPES
+
+
+@dataclass(frozen=True)
+class MethodDef:
+    name: str  #: "class.method" with the XML's hyphens, e.g. "basic.recover-sync-ok"
+    class_name: str
+    class_id: int
+    method_id: int
+    synchronous: bool
+    has_content: bool
+    fields: tuple[FieldDef, ...]
+    responses: tuple[str, ...]  #: names of the methods that answer this one
+    chassis: frozenset[str]  #: "client" and/or "server": who may receive it
+
+
+@dataclass(frozen=True)
+class ClassDef:
+    name: str
+    class_id: int
+    properties: tuple[FieldDef, ...]
+    methods: tuple[MethodDef, ...]
+
+
+@dataclass
+class Spec:
+    """One AMQP version: its header, constants, domains, classes and generated code."""
+
+    version: tuple[int, int, int]  #: (major, minor, revision)
+    protocol_header: bytes
+    constants: dict[str, tuple[int, str | None]]  #: name -> (value, "soft-error"/"hard-error")
+    domains: dict[str, str]  #: domain -> primitive type
+    classes: dict[str, ClassDef]
+    _methods: dict[str, type[Method]] = field(default_factory=dict, repr=False)
+    _methods_by_id: dict[tuple[int, int], type[Method]] = field(default_factory=dict, repr=False)
+    _properties: dict[str, type[Properties]] = field(default_factory=dict, repr=False)
+    _properties_by_id: dict[int, type[Properties]] = field(default_factory=dict, repr=False)
+
+    @property
+    def label(self) -> str:
+        major, minor, revision = self.version
+        return f"{major}-{minor}" + (f"-{revision}" if revision else "")
+
+    def method(self, name: str) -> type[Method]:
+        """The generated class of ``name`` ("basic.publish"); KeyError if this version lacks it."""
+        return self._methods[name]
+
+    def has_method(self, name: str) -> bool:
+        return name in self._methods
+
+    def method_by_id(self, class_id: int, method_id: int) -> type[Method] | None:
+        return self._methods_by_id.get((class_id, method_id))
+
+    def properties(self, class_name: str) -> type[Properties]:
+        """The generated content-properties class of a content class ("basic", "file", ...)."""
+        return self._properties[class_name]
+
+    def properties_by_id(self, class_id: int) -> type[Properties] | None:
+        return self._properties_by_id.get(class_id)
+
+    @property
+    def methods(self) -> dict[str, type[Method]]:
+        return dict(self._methods)
+
+    def constant(self, name: str) -> int:
+        return self.constants[name][0]
+
+    def __hash__(self) -> int:
+        return hash(self.version)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Spec) and other.version == self.version
+
+
+def _resolve_type(domains: dict[str, str], domain: str) -> str:
+    seen = set()
+    while domain not in PRIMITIVE_TYPES:
+        if domain in seen or domain not in domains:
+            raise ValueError(f"domain {domain!r} does not resolve to a primitive type")
+        seen.add(domain)
+        domain = domains[domain]
+    return domain
+
+
+def _fields(elements: list[ET.Element], domains: dict[str, str]) -> tuple[FieldDef, ...]:
+    return tuple(
+        FieldDef(
+            name=identifier(el.get("name", "")),
+            xml_name=el.get("name", ""),
+            type=_resolve_type(domains, el.get("domain") or el.get("type") or ""),
+        )
+        for el in elements
+    )
+
+
+def parse_spec(xml_text: bytes) -> Spec:
+    """Build a ``Spec`` (without generated code) from the text of a spec XML file."""
+    root = ET.fromstring(xml_text)
+    major, minor = int(root.get("major", "0")), int(root.get("minor", "0"))
+    revision = int(root.get("revision", "0"))
+    if (major, minor) == (8, 0):
+        # 0-8's XML says major=8 minor=0; its header is "AMQP" 1 1 8 0.
+        version, header = (0, 8, 0), b"AMQP\x01\x01\x08\x00"
+    elif revision:
+        version, header = (major, minor, revision), b"AMQP\x00" + bytes([major, minor, revision])
+    else:
+        version, header = (major, minor, 0), b"AMQP\x01\x01" + bytes([major, minor])
+    constants = {
+        c.get("name", "").replace(" ", "-"): (int(c.get("value", "0")), c.get("class"))
+        for c in root.findall("constant")
+    }
+    domains = {d.get("name", "").replace(" ", "-"): d.get("type", "") for d in root.findall("domain")}
+    domains = {
+        name: (typ.replace(" ", "-") if typ not in PRIMITIVE_TYPES else typ)
+        for name, typ in domains.items()
+    }
+    for name in list(domains):
+        domains[name.replace("-", " ")] = domains[name]
+    classes: dict[str, ClassDef] = {}
+    for cls in root.findall("class"):
+        cname = cls.get("name", "")
+        cid = int(cls.get("index", "0"))
+        methods = []
+        for m in cls.findall("method"):
+            mname = m.get("name", "").replace(" ", "-")
+            methods.append(
+                MethodDef(
+                    name=f"{cname}.{mname}",
+                    class_name=cname,
+                    class_id=cid,
+                    method_id=int(m.get("index", "0")),
+                    synchronous=m.get("synchronous") == "1",
+                    has_content=m.get("content") == "1",
+                    fields=_fields(m.findall("field"), domains),
+                    responses=tuple(
+                        f"{cname}.{r.get('name', '').replace(' ', '-')}"
+                        for r in m.findall("response")
+                    ),
+                    chassis=frozenset(c.get("name", "") for c in m.findall("chassis")),
+                )
+            )
+        classes[cname] = ClassDef(
+            name=cname,
+            class_id=cid,
+            properties=_fields(cls.findall("field"), domains),
+            methods=tuple(methods),
+        )
+    return Spec(
+        version=version,
+        protocol_header=header,
+        constants=constants,
+        domains=domains,
+        classes=classes,
+    )
+
+
+@functools.cache
+def load_spec(filename: str) -> Spec:
+    """Load a spec file shipped with the package and generate its code (cached)."""
+    from .methods import generate_methods
+    from .properties import generate_properties
+
+    text = resources.files(__package__).joinpath("spec", filename).read_bytes()
+    spec = parse_spec(text)
+    generate_methods(spec)
+    generate_properties(spec)
+    return spec
+
+
+def describe(spec: Spec) -> dict[str, Any]:
+    """A summary used by tests and the conformance report."""
+    return {
+        "version": spec.label,
+        "classes": len(spec.classes),
+        "methods": sum(len(c.methods) for c in spec.classes.values()),
+    }
