@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Everything CI checks: lint, format, types, then the tests (arguments go to pytest).
+# Every step runs even when an earlier one failed, so one run shows all that is wrong;
+# the exit code is non-zero if any failed. With CI=true, a RabbitMQ that cannot be had
+# fails the run instead of skipping the tests that need it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/bootstrap.sh
+bin=.venv/bin
+failed=()
+
+step() { echo "== $*" >&2; }
+check() {
+    local name=$1
+    shift
+    step "$name"
+    "$@" || failed+=("$name")
+}
+
+check "ruff check" "$bin/ruff" check .
+check "ruff format --check" "$bin/ruff" format --check .
+
+# mypy refuses a folder without Python files; check the packages written so far.
+targets=()
+for package in amqp_spark broker pyspark_amqp; do
+    if [ -n "$(find "$package" -name '*.py' -print -quit 2>/dev/null)" ]; then
+        targets+=("$package")
+    fi
+done
+if [ "${#targets[@]}" -gt 0 ]; then
+    check "mypy ${targets[*]}" "$bin/mypy" "${targets[@]}"
+else
+    step "mypy: no Python packages yet, nothing to check"
+fi
+
+if [ -z "${AMQP_SPARK_RABBITMQ_URL:-}" ]; then
+    step "ensure RabbitMQ"
+    if ! bash scripts/install-rabbitmq.sh; then
+        if [ "${CI:-}" = true ]; then
+            failed+=("RabbitMQ install")
+        else
+            echo "warning: no RabbitMQ; tests marked rabbitmq will be skipped" >&2
+        fi
+    fi
+fi
+
+step "pytest $*"
+rc=0
+"$bin/python" -m pytest "$@" || rc=$?
+case $rc in
+0) ;;
+5) failed+=("pytest (collected no tests: a run that tests nothing fails)") ;;
+*) failed+=("pytest (exit code $rc)") ;;
+esac
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "FAILED:" >&2
+    printf '  - %s\n' "${failed[@]}" >&2
+    exit 1
+fi
+echo "all checks passed" >&2
