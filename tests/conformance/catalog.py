@@ -1,0 +1,70 @@
+"""The rules of the AMQP 0-9 specification, as the conformance report counts them.
+
+Every ``<rule>`` of ``amqp0-9.xml`` gets an id ``class.method[.field]:name`` (or
+``domain.NAME:name`` for rules on domains), unique across the file. Tests claim rules with
+``@pytest.mark.spec_rule("queue.declare:...")``; the plugin checks every claimed id exists.
+"""
+
+from __future__ import annotations
+
+import functools
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    class_name: str  #: "" for domain rules
+    method: str
+    field: str
+    name: str
+    has_scenario: bool  #: the spec gives a test scenario
+    must: bool  #: the rule's text says MUST / MUST NOT
+    text: str
+
+
+def _text(el: ET.Element) -> str:
+    docs = (" ".join(d.itertext()) for d in el.findall("doc") if d.get("type") != "scenario")
+    return " ".join(" ".join(docs).split())
+
+
+def _walk(el: ET.Element, ctx: dict[str, str], out: list[Rule]) -> None:
+    for child in el:
+        if child.tag == "rule":
+            if ctx.get("domain"):
+                rid = f"domain.{ctx['domain']}:{child.get('name')}"
+            else:
+                path = ".".join(ctx[k] for k in ("class", "method", "field") if ctx.get(k))
+                rid = f"{path}:{child.get('name')}"
+            text = _text(child)
+            out.append(
+                Rule(
+                    id=rid,
+                    class_name=ctx.get("class", ""),
+                    method=ctx.get("method", ""),
+                    field=ctx.get("field", ""),
+                    name=child.get("name", ""),
+                    has_scenario=any(d.get("type") == "scenario" for d in child.findall("doc")),
+                    must="MUST" in text,
+                    text=text,
+                )
+            )
+        elif child.tag in ("class", "method", "field", "domain"):
+            inner = dict(ctx)
+            if child.tag == "class":
+                inner = {"class": child.get("name", "")}
+            inner[child.tag] = child.get("name", "")
+            _walk(child, inner, out)
+        else:
+            _walk(child, ctx, out)
+
+
+@functools.cache
+def rules() -> dict[str, Rule]:
+    """All rules of amqp0-9.xml by id, in document order."""
+    xml = resources.files("amqp_spark.protocol").joinpath("spec", "amqp0-9.xml").read_bytes()
+    out: list[Rule] = []
+    _walk(ET.fromstring(xml), {}, out)
+    return {rule.id: rule for rule in out}

@@ -1,0 +1,61 @@
+"""pytest plugin: tests claim spec rules with ``@pytest.mark.spec_rule(id, ...)``.
+
+It refuses ids the spec does not have (a typo must not count as coverage) and, with
+``--conformance-json PATH``, records every claiming test's outcome for the report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .catalog import rules
+
+_OUTCOMES_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--conformance-json",
+        default=None,
+        help="write the outcome of every test that claims an AMQP 0-9 rule to this JSON file",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "spec_rule(*ids): the test checks these rules of amqp0-9.xml (class.method:name)"
+    )
+    config.stash[_OUTCOMES_KEY] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known = rules()
+    for item in items:
+        for mark in item.iter_markers("spec_rule"):
+            unknown = [rule_id for rule_id in mark.args if rule_id not in known]
+            if unknown:
+                raise pytest.UsageError(f"{item.nodeid} claims rules amqp0-9.xml does not have: {unknown}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    claimed = [rule_id for mark in item.iter_markers("spec_rule") for rule_id in mark.args]
+    if claimed and (report.when == "call" or report.outcome != "passed"):
+        outcomes = item.config.stash[_OUTCOMES_KEY]
+        previous = outcomes.get(item.nodeid)
+        # A failure in any phase wins over a pass in another.
+        if previous is None or previous["outcome"] == "passed":
+            outcomes[item.nodeid] = {"rules": claimed, "outcome": report.outcome}
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = session.config.getoption("--conformance-json")
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(session.config.stash[_OUTCOMES_KEY], indent=1, sort_keys=True))
