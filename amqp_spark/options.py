@@ -38,7 +38,9 @@ class Option(Generic[T]):
     doc: str = ""
 
 
-def parse_options(raw: Mapping[str, str], accepted: Iterable[Option[Any]], side: str) -> dict[str, Any]:
+def parse_options(
+    raw: Mapping[str, str], accepted: Iterable[Option[Any]], side: str
+) -> dict[str, Any]:
     """Parse ``raw`` against ``accepted``; keys of the result are the documented names.
 
     Unknown options are refused (with the closest accepted name as a hint): a typo in
@@ -51,7 +53,9 @@ def parse_options(raw: Mapping[str, str], accepted: Iterable[Option[Any]], side:
         if opt is None:
             close = difflib.get_close_matches(key.lower(), by_key, n=1)
             hint = f"did you mean '{by_key[close[0]].name}'?" if close else ""
-            raise OptionError(key, value, f"the {side} options {sorted(o.name for o in by_key.values())}", hint)
+            raise OptionError(
+                key, value, f"the {side} options {sorted(o.name for o in by_key.values())}", hint
+            )
         parsed[opt.name] = opt.parse(opt.name, value)
     for opt in by_key.values():
         if opt.name not in parsed:
@@ -112,7 +116,9 @@ def parse_list(name: str, value: str) -> tuple[str, ...]:
     """A comma-separated list of non-empty names."""
     items = tuple(item.strip() for item in value.split(","))
     if not items or any(not item for item in items):
-        raise OptionError(name, value, "a comma-separated list of non-empty names, e.g. 'orders,refunds'")
+        raise OptionError(
+            name, value, "a comma-separated list of non-empty names, e.g. 'orders,refunds'"
+        )
     return items
 
 
@@ -122,9 +128,13 @@ def parse_uri(name: str, value: str) -> str:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        raise OptionError(name, redact_uri(value), "amqp://user:password@host:port/vhost or amqps://...") from None
+        raise OptionError(
+            name, redact_uri(value), "amqp://user:password@host:port/vhost or amqps://..."
+        ) from None
     if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
-        raise OptionError(name, redact_uri(value), "amqp://user:password@host:port/vhost or amqps://...")
+        raise OptionError(
+            name, redact_uri(value), "amqp://user:password@host:port/vhost or amqps://..."
+        )
     return value
 
 

@@ -38,7 +38,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for mark in item.iter_markers("spec_rule"):
             unknown = [rule_id for rule_id in mark.args if rule_id not in known]
             if unknown:
-                raise pytest.UsageError(f"{item.nodeid} claims rules amqp0-9.xml does not have: {unknown}")
+                raise pytest.UsageError(
+                    f"{item.nodeid} claims rules amqp0-9.xml does not have: {unknown}"
+                )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -58,4 +60,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     path = session.config.getoption("--conformance-json")
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(session.config.stash[_OUTCOMES_KEY], indent=1, sort_keys=True))
+        Path(path).write_text(
+            json.dumps(session.config.stash[_OUTCOMES_KEY], indent=1, sort_keys=True)
+        )
