@@ -13,6 +13,9 @@ from tests.support.spark import local_session
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# Tests claim the AMQP 0-9 rules they check with @pytest.mark.spec_rule (docs/conformance.md).
+pytest_plugins = ("tests.conformance.plugin",)
+
 # Fixture names of the brokers behind each `broker_url` parameter.
 _BROKERS = {"bundled": "bundled_broker_url", "rabbitmq": "rabbitmq_url"}
 
