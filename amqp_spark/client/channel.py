@@ -1,0 +1,582 @@
+"""A channel: synchronous requests, deliveries, publishing with confirms.
+
+Methods are looked up by name in the connection's spec, so the same code speaks 0-9-1, 0-9
+and 0-8 wherever those versions share a method. Replies are matched to requests by the
+spec's ``<response>`` lists, in order (a FIFO per channel: the server answers a channel's
+synchronous requests in the order it received them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import Method, Properties
+
+from .confirms import ConfirmTracker
+from .delivery import Delivery, ReturnedMessage
+from .exceptions import (
+    ChannelClosed,
+    ClientError,
+    ClientTimeout,
+    ConsumerCancelled,
+)
+
+if TYPE_CHECKING:
+    from .connection import Connection
+
+log = logging.getLogger(__name__)
+
+#: Default bound of every wait on a channel (replies, confirms, room to publish).
+DEFAULT_TIMEOUT = 30.0
+#: (routing_key, body, properties) as basic_publish_batch takes them.
+BatchMessage = tuple[str, bytes, "Properties | Mapping[str, Any] | None"]
+
+
+def expected_responses(method: Method) -> frozenset[str]:
+    """The replies the server sends to ``method``: the spec's ``<response>`` list, or the
+    ``-ok`` method of the same name when the XML omits it (0-9-1's basic.recover, whose
+    recover-ok RabbitMQ sends); empty for no-wait requests and asynchronous methods."""
+    if getattr(method, "no_wait", False):
+        return frozenset()
+    responses = method.responses()
+    if not responses and method.SPEC.has_method(f"{method.NAME}-ok"):
+        responses = (f"{method.NAME}-ok",)
+    return frozenset(responses)
+
+
+@dataclass(slots=True)
+class _Request:
+    """A synchronous request waiting for its reply."""
+
+    responses: frozenset[str]
+    reply: tuple[Any, Properties | None, bytes] | None = None
+
+
+class Channel:
+    """An open AMQP channel; obtain one with ``Connection.channel()``."""
+
+    def __init__(self, connection: Connection, number: int) -> None:
+        self.connection = connection
+        self.number = number
+        self.spec = connection.spec
+        self.timeout = DEFAULT_TIMEOUT  #: bound of each wait for a reply or for room to publish
+        self.max_in_flight = 1000  #: unconfirmed messages a publisher may have outstanding
+        self._cond = threading.Condition()
+        self._requests: deque[_Request] = deque()
+        self._deliveries: deque[Delivery] = deque()
+        self._server_cancelled: list[str] = []
+        self._consumers: set[str] = set()
+        self._confirms: ConfirmTracker | None = None
+        self._flow_active = True
+        self._error: ClientError | None = None
+        self._publish = self.spec.method("basic.publish")
+        self._properties = self.spec.properties("basic")
+        self._no_properties = self._properties()
+
+    def __repr__(self) -> str:
+        state = "open" if self._error is None else "closed"
+        return f"<amqp_spark.client.Channel {self.number} {state}>"
+
+    @property
+    def is_open(self) -> bool:
+        return self._error is None
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def _method(self, name: str, **fields: Any) -> Method:
+        """Build ``name`` of our spec; fields this version lacks are dropped when empty (0-8
+        has no consume arguments, ...) and refused when set."""
+        try:
+            cls = self.spec.method(name)
+        except KeyError:
+            raise ClientError(f"AMQP {self.spec.label} has no method {name}") from None
+        missing = [k for k, v in fields.items() if k not in cls.FIELD_NAMES and v]
+        if missing:
+            raise ClientError(f"AMQP {self.spec.label}'s {name} has no field(s) {missing}")
+        return cls(**{k: v for k, v in fields.items() if k in cls.FIELD_NAMES})
+
+    def _call(self, name: str, **fields: Any) -> Any:
+        """Send a request; wait for its reply when it has one. Returns the reply method."""
+        reply = self._request(self._method(name, **fields))
+        return None if reply is None else reply[0]
+
+    def _request(self, method: Method) -> tuple[Any, Properties | None, bytes] | None:
+        request = _Request(expected_responses(method))
+        if not request.responses:
+            self.connection._send(
+                self.connection._proto.send_method(self.number, method), self._check_open
+            )
+            return None
+
+        def enqueue() -> None:
+            with self._cond:
+                self._check_open()
+                self._requests.append(request)
+
+        self.connection._send(self.connection._proto.send_method(self.number, method), enqueue)
+        with self._cond:
+            self._cond.wait_for(
+                lambda: request.reply is not None or self._error is not None, self.timeout
+            )
+            if request.reply is not None:
+                return request.reply
+            self._check_open()
+        raise ClientTimeout(
+            f"no reply to {method.NAME} on channel {self.number} in {self.timeout}s"
+        )
+
+    def _check_open(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _open(self) -> None:
+        self._call("channel.open")
+
+    def close(self) -> None:
+        """Close the channel (channel.close, wait for close-ok). Idempotent."""
+        if self._error is None:
+            # Closed by the server or with the connection meanwhile: closed either way.
+            with contextlib.suppress(ClientError):
+                self._call("channel.close", reply_code=200, reply_text="Normal shutdown")
+            self._fail(ChannelClosed(200, "closed by the client"))
+        self.connection._forget_channel(self.number)
+
+    def __enter__(self) -> Channel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- exchanges and queues -----------------------------------------------------------------
+
+    def exchange_declare(
+        self,
+        exchange: str,
+        exchange_type: str = "direct",
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        self._call(
+            "exchange.declare",
+            exchange=exchange,
+            type=exchange_type,
+            passive=passive,
+            durable=durable,
+            auto_delete=auto_delete,
+            internal=internal,
+            arguments=arguments,
+        )
+
+    def exchange_delete(self, exchange: str, if_unused: bool = False) -> None:
+        self._call("exchange.delete", exchange=exchange, if_unused=if_unused)
+
+    def exchange_bind(
+        self,
+        destination: str,
+        source: str,
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        self._call(
+            "exchange.bind",
+            destination=destination,
+            source=source,
+            routing_key=routing_key,
+            arguments=arguments,
+        )
+
+    def exchange_unbind(
+        self,
+        destination: str,
+        source: str,
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        self._call(
+            "exchange.unbind",
+            destination=destination,
+            source=source,
+            routing_key=routing_key,
+            arguments=arguments,
+        )
+
+    def queue_declare(
+        self,
+        queue: str = "",
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> Any:
+        """Returns queue.declare-ok: ``.queue``, ``.message_count``, ``.consumer_count``."""
+        return self._call(
+            "queue.declare",
+            queue=queue,
+            passive=passive,
+            durable=durable,
+            exclusive=exclusive,
+            auto_delete=auto_delete,
+            arguments=arguments,
+        )
+
+    def queue_bind(
+        self,
+        queue: str,
+        exchange: str,
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        self._call(
+            "queue.bind",
+            queue=queue,
+            exchange=exchange,
+            routing_key=routing_key,
+            arguments=arguments,
+        )
+
+    def queue_unbind(
+        self,
+        queue: str,
+        exchange: str,
+        routing_key: str = "",
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        self._call(
+            "queue.unbind",
+            queue=queue,
+            exchange=exchange,
+            routing_key=routing_key,
+            arguments=arguments,
+        )
+
+    def queue_purge(self, queue: str) -> int:
+        """Returns how many messages were purged."""
+        return int(self._call("queue.purge", queue=queue).message_count)
+
+    def queue_delete(self, queue: str, if_unused: bool = False, if_empty: bool = False) -> int:
+        """Returns how many messages the queue held."""
+        ok = self._call("queue.delete", queue=queue, if_unused=if_unused, if_empty=if_empty)
+        return int(ok.message_count)
+
+    # -- consuming ----------------------------------------------------------------------------
+
+    def basic_qos(
+        self, prefetch_count: int = 0, prefetch_size: int = 0, global_: bool = False
+    ) -> None:
+        self._call(
+            "basic.qos", prefetch_size=prefetch_size, prefetch_count=prefetch_count, global_=global_
+        )
+
+    def basic_consume(
+        self,
+        queue: str,
+        no_ack: bool = False,
+        exclusive: bool = False,
+        consumer_tag: str = "",
+        arguments: dict[str, Any] | None = None,
+    ) -> str:
+        """Start a consumer; its deliveries are buffered for ``next_delivery``. Returns its tag."""
+        ok = self._call(
+            "basic.consume",
+            queue=queue,
+            consumer_tag=consumer_tag,
+            no_ack=no_ack,
+            exclusive=exclusive,
+            arguments=arguments,
+        )
+        with self._cond:
+            self._consumers.add(ok.consumer_tag)
+        return str(ok.consumer_tag)
+
+    def basic_cancel(self, consumer_tag: str) -> None:
+        """Stop a consumer. Deliveries already buffered stay available."""
+        self._call("basic.cancel", consumer_tag=consumer_tag)
+        with self._cond:
+            self._consumers.discard(consumer_tag)
+
+    def next_delivery(self, timeout: float | None = 1.0) -> Delivery | None:
+        """The next buffered delivery, waiting up to ``timeout`` seconds; None on timeout.
+
+        Raises ``ConsumerCancelled`` once when the server cancelled consumers and nothing
+        is buffered, and the channel's error once the channel is closed and drained."""
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._deliveries or self._server_cancelled or self._error is not None,
+                timeout,
+            )
+            return self._take_delivery()
+
+    def drain_deliveries(self, max_count: int = 1000) -> list[Delivery]:
+        """Up to ``max_count`` deliveries that have already arrived; never blocks."""
+        with self._cond:
+            deliveries = self._deliveries
+            if not deliveries:
+                first = self._take_delivery()
+                return [] if first is None else [first]
+            return [deliveries.popleft() for _ in range(min(max_count, len(deliveries)))]
+
+    def _take_delivery(self) -> Delivery | None:
+        if self._deliveries:
+            return self._deliveries.popleft()
+        if self._server_cancelled:
+            tags, self._server_cancelled = self._server_cancelled, []
+            raise ConsumerCancelled(tags)
+        self._check_open()
+        return None
+
+    def basic_get(self, queue: str, no_ack: bool = False) -> Delivery | None:
+        """One message from ``queue`` (``message_count``: how many remain), or None."""
+        reply = self._request(self._method("basic.get", queue=queue, no_ack=no_ack))
+        assert reply is not None
+        m, properties, body = reply
+        if m.NAME != "basic.get-ok":
+            return None
+        assert properties is not None
+        return Delivery(
+            "",
+            m.delivery_tag,
+            m.redelivered,
+            m.exchange,
+            m.routing_key,
+            properties,
+            body,
+            m.message_count,
+        )
+
+    def basic_ack(self, delivery_tag: int, multiple: bool = False) -> None:
+        self._call("basic.ack", delivery_tag=delivery_tag, multiple=multiple)
+
+    def basic_nack(self, delivery_tag: int, multiple: bool = False, requeue: bool = True) -> None:
+        self._call("basic.nack", delivery_tag=delivery_tag, multiple=multiple, requeue=requeue)
+
+    def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
+        self._call("basic.reject", delivery_tag=delivery_tag, requeue=requeue)
+
+    def basic_recover(self, requeue: bool = True) -> None:
+        self._call("basic.recover", requeue=requeue)
+
+    # -- transactions -------------------------------------------------------------------------
+
+    def tx_select(self) -> None:
+        self._call("tx.select")
+
+    def tx_commit(self) -> None:
+        self._call("tx.commit")
+
+    def tx_rollback(self) -> None:
+        self._call("tx.rollback")
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def confirm_select(self) -> None:
+        """Put the channel in confirm mode: the broker acks or nacks every publish."""
+        self._call("confirm.select")
+        with self._cond:
+            if self._confirms is None:
+                self._confirms = ConfirmTracker()
+
+    def basic_publish(
+        self,
+        exchange: str,
+        routing_key: str,
+        body: bytes,
+        properties: Properties | Mapping[str, Any] | None = None,
+        mandatory: bool = False,
+    ) -> int:
+        """Publish one message; returns its confirm sequence number (0 without confirms).
+
+        In confirm mode this blocks only while ``max_in_flight`` messages are unconfirmed."""
+        method = self._publish(exchange=exchange, routing_key=routing_key, mandatory=mandatory)
+        data = self.connection._proto.send_content(
+            self.number, method, self._as_properties(properties), body
+        )
+        seqs = self._write_publishes(data, 1)
+        return seqs[0] if seqs else 0
+
+    def basic_publish_batch(
+        self,
+        exchange: str,
+        messages: Iterable[BatchMessage],
+        mandatory: bool = False,
+    ) -> range:
+        """Publish many messages with one write; returns their sequence numbers (an empty
+        range without confirms). Waits until the whole batch fits in ``max_in_flight``
+        (or nothing is outstanding, for a batch larger than that)."""
+        proto = self.connection._proto
+        publish = self._publish
+        methods: dict[str, Method] = {}
+        parts: list[bytes] = []
+        for routing_key, body, properties in messages:
+            method = methods.get(routing_key)
+            if method is None:
+                method = methods[routing_key] = publish(
+                    exchange=exchange, routing_key=routing_key, mandatory=mandatory
+                )
+            parts.append(
+                proto.send_content(self.number, method, self._as_properties(properties), body)
+            )
+        if not parts:
+            return range(0)
+        return self._write_publishes(b"".join(parts), len(parts))
+
+    def _as_properties(self, properties: Properties | Mapping[str, Any] | None) -> Properties:
+        if properties is None:
+            return self._no_properties
+        if isinstance(properties, Properties):
+            return properties
+        return self._properties(**properties)
+
+    def _write_publishes(self, data: bytes, count: int) -> range:
+        deadline = time.monotonic() + self.timeout
+        self.connection._wait_unblocked(deadline)
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._may_publish(count), self.timeout):
+                raise ClientTimeout(
+                    f"no room to publish on channel {self.number} within {self.timeout}s "
+                    f"({self._confirms.outstanding if self._confirms else 0} unconfirmed)"
+                )
+            self._check_open()
+        seqs = range(0)
+
+        def register() -> None:
+            nonlocal seqs
+            with self._cond:
+                self._check_open()
+                if self._confirms is not None:
+                    seqs = self._confirms.published(count)
+
+        self.connection._send(data, register)
+        return seqs
+
+    def _may_publish(self, count: int) -> bool:
+        if self._error is not None:
+            return True
+        if not self._flow_active:
+            return False
+        confirms = self._confirms
+        if confirms is None or confirms.outstanding == 0:
+            return True
+        return confirms.outstanding + count <= self.max_in_flight
+
+    def wait_for_confirms(self, timeout: float = 30.0) -> None:
+        """Wait until every message published so far is confirmed.
+
+        Raises ``PublishNacked`` (sequence numbers) or ``PublishReturned`` (the returned
+        messages) for what went wrong since the last call; ``ClientTimeout`` on timeout."""
+        with self._cond:
+            confirms = self._confirms
+            if confirms is None:
+                raise ClientError("wait_for_confirms needs confirm_select() first")
+            if not self._cond.wait_for(
+                lambda: confirms.outstanding == 0 or self._error is not None, timeout
+            ):
+                raise ClientTimeout(
+                    f"{confirms.outstanding} message(s) still unconfirmed after {timeout}s"
+                )
+            self._check_open()
+            failure = confirms.take_failure()
+        if failure is not None:
+            raise failure
+
+    # -- what the I/O thread delivers ---------------------------------------------------------
+
+    def _on_method(self, method: Any, properties: Properties | None, body: bytes) -> None:
+        """Called by the I/O thread for every method (with its content) on this channel."""
+        name = method.NAME
+        with self._cond:
+            requests = self._requests
+            if requests and name in requests[0].responses:
+                requests.popleft().reply = (method, properties, body)
+                self._cond.notify_all()
+                return
+            handled = self._on_async(name, method, properties, body)
+            if handled:
+                self._cond.notify_all()
+                return
+        # Methods that need an answer: sent outside the condition (see the lock order).
+        if name == "channel.close":
+            with contextlib.suppress(ClientError):
+                self.connection._send_method(self.number, self.spec.method("channel.close-ok")())
+            self._fail(
+                ChannelClosed(
+                    method.reply_code, method.reply_text, method.class_id, method.method_id
+                )
+            )
+            self.connection._forget_channel(self.number)
+        elif name == "channel.flow":
+            with self._cond:
+                self._flow_active = bool(method.active)
+                self._cond.notify_all()
+            with contextlib.suppress(ClientError):
+                self.connection._send_method(
+                    self.number, self.spec.method("channel.flow-ok")(active=method.active)
+                )
+        elif name == "basic.cancel":
+            with self._cond:
+                self._consumers.discard(method.consumer_tag)
+                self._server_cancelled.append(method.consumer_tag)
+                self._cond.notify_all()
+            if not method.no_wait:
+                with contextlib.suppress(ClientError):
+                    self.connection._send_method(
+                        self.number,
+                        self.spec.method("basic.cancel-ok")(consumer_tag=method.consumer_tag),
+                    )
+        else:
+            log.warning("channel %d: ignoring unexpected %s", self.number, name)
+
+    def _on_async(self, name: str, m: Any, properties: Properties | None, body: bytes) -> bool:
+        """Handle an asynchronous method that needs no answer (under the condition)."""
+        if name == "basic.deliver":
+            assert properties is not None
+            self._deliveries.append(
+                Delivery(
+                    m.consumer_tag,
+                    m.delivery_tag,
+                    m.redelivered,
+                    m.exchange,
+                    m.routing_key,
+                    properties,
+                    body,
+                )
+            )
+        elif name in ("basic.ack", "basic.nack"):
+            if self._confirms is not None:
+                self._confirms.confirmed(m.delivery_tag, m.multiple, ack=name == "basic.ack")
+        elif name == "basic.return":
+            assert properties is not None
+            returned = ReturnedMessage(
+                m.reply_code, m.reply_text, m.exchange, m.routing_key, properties, body
+            )
+            if self._confirms is not None:
+                self._confirms.returned(returned)
+            else:
+                log.warning(
+                    "channel %d: message returned (%d %s) without confirm mode",
+                    self.number,
+                    m.reply_code,
+                    m.reply_text,
+                )
+        else:
+            return False
+        return True
+
+    def _fail(self, error: ClientError) -> None:
+        """The channel is closed: wake every waiter with ``error``."""
+        with self._cond:
+            if self._error is not None:
+                return
+            self._error = error
+            self._requests.clear()
+            self._cond.notify_all()

@@ -1,0 +1,482 @@
+"""A blocking AMQP connection: the socket, the handshake and the background I/O thread.
+
+Threads: callers encode their frames and write them with one ``sendall`` under the send lock
+(so frames of different callers never interleave); one daemon I/O thread per connection reads
+the socket, feeds the sans-IO ``protocol.Connection``, hands each method to its channel, and
+writes only heartbeats and the replies the protocol demands (close-ok, flow-ok) under the same
+lock. Lock order, to stay deadlock-free: send lock, then a channel's condition; the I/O
+thread never sends while it holds a channel's condition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import platform
+import select
+import socket
+import ssl
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from amqp_spark.protocol import SPEC_0_9_1, Method, Spec, errors
+from amqp_spark.protocol import Connection as ProtocolConnection
+from amqp_spark.protocol.events import (
+    ContentReceived,
+    Event,
+    MethodReceived,
+    UnsupportedProtocol,
+)
+
+from . import sasl
+from .channel import Channel
+from .exceptions import AMQPConnectionError, ClientError, ClientTimeout, ConnectionClosed
+from .parameters import ConnectionParameters, parse_url
+
+log = logging.getLogger(__name__)
+
+#: How long close() waits for the server's close-ok before dropping the socket.
+CLOSE_TIMEOUT = 5.0
+#: A sendall that makes no progress for this long means the peer is gone.
+SEND_TIMEOUT = 60.0
+#: How often the I/O thread wakes up when there is no heartbeat to keep.
+IDLE_TICK = 1.0
+_RECV_SIZE = 262144
+
+
+def connect(
+    url: str,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    client_properties: dict[str, Any] | None = None,
+    spec: Spec = SPEC_0_9_1,
+) -> Connection:
+    """Open a connection to the broker at ``url`` (see ``parameters.parse_url``)."""
+    params = parse_url(url, ssl_context=ssl_context)
+    return Connection(params, client_properties=client_properties, spec=spec)
+
+
+def negotiate(ours: int, theirs: int) -> int:
+    """Tune negotiation of channel-max and frame-max: the lower, where 0 means no limit."""
+    if ours == 0 or theirs == 0:
+        return max(ours, theirs)
+    return min(ours, theirs)
+
+
+def negotiate_heartbeat(ours: int | None, theirs: int) -> int:
+    """Heartbeat: None takes the server's; 0 from us means we want none (the spec's
+    meaning for tune-ok); 0 from the server leaves it to us; otherwise the lower."""
+    if ours is None:
+        return theirs
+    if ours == 0 or theirs == 0:
+        return ours
+    return min(ours, theirs)
+
+
+class Connection:
+    """One AMQP connection; open on construction, use ``connect()`` to build one from a URL."""
+
+    def __init__(
+        self,
+        params: ConnectionParameters,
+        *,
+        client_properties: dict[str, Any] | None = None,
+        spec: Spec = SPEC_0_9_1,
+    ) -> None:
+        self.params = params
+        self.spec = spec
+        self.server_properties: dict[str, Any] = {}
+        self.frame_max = params.frame_max
+        self.channel_max = params.channel_max
+        self.heartbeat = 0
+        self.blocked = False  #: the server sent connection.blocked (a resource alarm)
+        self.blocked_reason = ""
+        #: How long a publisher waits for the server to unblock the connection.
+        self.blocked_timeout = 60.0
+        self._proto = ProtocolConnection(role="client", spec=spec)
+        self._send_lock = threading.Lock()
+        # TLS objects must not be read and written at once from two threads.
+        self._tls_lock: threading.Lock | None = None
+        self._state = threading.Condition()  # blocked, channels, _error
+        self._channels: dict[int, Channel] = {}
+        self._error: ConnectionClosed | None = None
+        self._close_ok = threading.Event()
+        self._closing = False
+        self._last_sent = self._last_received = time.monotonic()
+        self._sock = self._open_socket()
+        try:
+            self._handshake(client_properties)
+        except BaseException:
+            self._sock.close()
+            raise
+        self._sock.settimeout(SEND_TIMEOUT)
+        self._thread = threading.Thread(
+            target=self._io_loop, name=f"amqp-io {params.host}:{params.port}", daemon=True
+        )
+        self._thread.start()
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return f"<amqp_spark.client.Connection {self.params.redacted_url()} {state}>"
+
+    @property
+    def is_open(self) -> bool:
+        return self._error is None
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _open_socket(self) -> socket.socket:
+        p = self.params
+        try:
+            sock = socket.create_connection((p.host, p.port), timeout=p.connection_timeout)
+        except OSError as e:
+            raise AMQPConnectionError(
+                0, f"cannot connect to {p.redacted_url()}: {e.strerror or e}"
+            ) from e
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if p.ssl_context is None:
+            return sock
+        try:
+            tls = p.ssl_context.wrap_socket(sock, server_hostname=p.server_hostname)
+        except (ssl.SSLError, OSError) as e:
+            sock.close()
+            raise AMQPConnectionError(
+                0, f"TLS handshake with {p.redacted_url()} failed: {e}"
+            ) from e
+        self._tls_lock = threading.Lock()
+        return tls
+
+    def _handshake(self, client_properties: dict[str, Any] | None) -> None:
+        """connection.start ... open-ok, synchronously, before the I/O thread starts."""
+        p = self.params
+        deadline = time.monotonic() + p.connection_timeout
+        pending: deque[Event] = deque()
+        self._sock.sendall(self._proto.initiate())
+        start = self._handshake_method("connection.start", pending, deadline)
+        self.server_properties = start.server_properties
+        mechanism = sasl.choose_mechanism(start.mechanisms, p.mechanisms)
+        if mechanism is None:
+            raise AMQPConnectionError(
+                0,
+                f"no common SASL mechanism: server offers {start.mechanisms!r}, "
+                f"we speak {' '.join(p.mechanisms)}",
+            )
+        self._sock.sendall(
+            self._proto.send_method(
+                0,
+                self.spec.method("connection.start-ok")(
+                    client_properties=self._client_properties(client_properties),
+                    mechanism=mechanism,
+                    response=sasl.response(mechanism, p.username, p.password),
+                    locale="en_US",
+                ),
+            )
+        )
+        tune = self._handshake_method("connection.tune", pending, deadline)
+        self.channel_max = negotiate(p.channel_max, tune.channel_max) or 65535
+        self.frame_max = negotiate(p.frame_max, tune.frame_max)
+        self.heartbeat = negotiate_heartbeat(p.heartbeat, tune.heartbeat)
+        self._proto.channel_max = self.channel_max
+        # frame-max 0 ("no limit") still needs a bound for splitting bodies into frames.
+        self._proto.frame_max = self.frame_max or 2**31
+        tune_ok = self.spec.method("connection.tune-ok")(
+            channel_max=self.channel_max, frame_max=self.frame_max, heartbeat=self.heartbeat
+        )
+        open_ = self.spec.method("connection.open")(virtual_host=p.virtual_host)
+        self._sock.sendall(self._proto.send_method(0, tune_ok) + self._proto.send_method(0, open_))
+        self._handshake_method("connection.open-ok", pending, deadline)
+        self._last_sent = self._last_received = time.monotonic()
+
+    def _handshake_method(self, name: str, pending: deque[Event], deadline: float) -> Any:
+        """Read until the method ``name`` arrives; a connection.close is a refusal."""
+        while True:
+            while pending:
+                event = pending.popleft()
+                if isinstance(event, UnsupportedProtocol):
+                    raise AMQPConnectionError(
+                        0,
+                        f"the server does not speak AMQP {self.spec.label}; it offered "
+                        f"protocol header {event.header!r}",
+                    )
+                if not isinstance(event, MethodReceived) or event.channel != 0:
+                    continue
+                method: Any = event.method
+                if method.NAME == "connection.close":
+                    with contextlib.suppress(OSError):
+                        close_ok = self.spec.method("connection.close-ok")()
+                        self._sock.sendall(self._proto.send_method(0, close_ok))
+                    raise AMQPConnectionError(
+                        method.reply_code, method.reply_text, method.class_id, method.method_id
+                    )
+                if name != method.NAME:
+                    raise AMQPConnectionError(0, f"expected {name} from the server, got {method}")
+                return method
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AMQPConnectionError(
+                    0, f"timed out waiting for {name} from {self.params.redacted_url()}"
+                )
+            self._sock.settimeout(remaining)
+            try:
+                data = self._sock.recv(_RECV_SIZE)
+            except TimeoutError:
+                continue
+            except OSError as e:
+                raise AMQPConnectionError(
+                    0, f"connection lost while waiting for {name}: {e}"
+                ) from e
+            if not data:
+                raise AMQPConnectionError(
+                    0,
+                    f"the server closed the connection while we waited for {name} "
+                    "(wrong credentials, vhost or protocol?)",
+                )
+            try:
+                pending.extend(self._proto.receive_data(data))
+            except errors.AMQPError as e:
+                raise AMQPConnectionError(e.reply_code, f"protocol error in handshake: {e}") from e
+
+    def _client_properties(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        capabilities = {
+            "publisher_confirms": True,
+            "consumer_cancel_notify": True,
+            "exchange_exchange_bindings": True,
+            "basic.nack": True,
+            "per_consumer_qos": True,
+            "authentication_failure_close": True,
+        }
+        if self.spec.has_method("connection.blocked"):
+            capabilities["connection.blocked"] = True
+        return {
+            "product": "amqp-spark",
+            "platform": f"Python {platform.python_version()}",
+            "information": "https://github.com/amqp-spark",
+            "capabilities": capabilities,
+            **(extra or {}),
+        }
+
+    # -- channels -----------------------------------------------------------------------------
+
+    def channel(self) -> Channel:
+        """Open a channel on the lowest free channel number."""
+        with self._state:
+            self._check_open()
+            number = next(
+                (n for n in range(1, self.channel_max + 1) if n not in self._channels), None
+            )
+            if number is None:
+                raise ClientError(f"all {self.channel_max} channels are in use")
+            ch = Channel(self, number)
+            self._channels[number] = ch
+        try:
+            ch._open()
+        except BaseException:
+            self._forget_channel(number)
+            raise
+        return ch
+
+    def _forget_channel(self, number: int) -> None:
+        with self._state:
+            self._channels.pop(number, None)
+
+    # -- sending (any thread) -----------------------------------------------------------------
+
+    def _send(self, data: bytes, prepare: Callable[[], None] | None = None) -> None:
+        """Write ``data`` whole. ``prepare`` runs under the send lock just before the write:
+        bookkeeping that must follow the wire order (expected replies, sequence numbers)."""
+        with self._send_lock:
+            self._check_open()
+            if prepare is not None:
+                prepare()
+            try:
+                if self._tls_lock is None:
+                    self._sock.sendall(data)
+                else:
+                    with self._tls_lock:
+                        self._sock.sendall(data)
+            except OSError as e:
+                # A partial write leaves a half frame on the wire: the connection is unusable.
+                self._fail(ConnectionClosed(0, f"connection lost while sending: {e}"))
+                raise self._error from e  # type: ignore[misc]
+            self._last_sent = time.monotonic()
+
+    def _send_method(self, channel: int, method: Method) -> None:
+        self._send(self._proto.send_method(channel, method))
+
+    def _check_open(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    def _wait_unblocked(self, deadline: float) -> None:
+        """Block a publisher while the server has the connection blocked."""
+        if not self.blocked:
+            return
+        with self._state:
+            self._state.wait_for(
+                lambda: not self.blocked or self._error is not None,
+                max(0.0, deadline - time.monotonic()),
+            )
+            self._check_open()
+            if self.blocked:
+                raise ClientTimeout(
+                    f"the server has blocked publishing on this connection "
+                    f"({self.blocked_reason or 'no reason given'})"
+                )
+
+    # -- the I/O thread -----------------------------------------------------------------------
+
+    def _io_loop(self) -> None:
+        sock = self._sock
+        try:
+            while self._error is None:
+                readable = self._wait_readable(sock, self._next_wakeup())
+                if readable and not self._read(sock):
+                    return
+                self._keep_heartbeat()
+        except (OSError, ValueError) as e:  # ValueError: select() on a socket we closed
+            self._fail(ConnectionClosed(0, f"connection lost: {e}"))
+        except Exception as e:  # a bug here must not leave callers waiting forever
+            log.exception("AMQP I/O thread of %s failed", self.params.redacted_url())
+            self._fail(ConnectionClosed(0, f"client I/O thread failed: {e!r}"))
+
+    def _next_wakeup(self) -> float:
+        if not self.heartbeat:
+            return IDLE_TICK
+        now = time.monotonic()
+        half = self.heartbeat / 2
+        return max(0.01, min(self._last_sent + half - now, self._last_received + half - now, half))
+
+    def _wait_readable(self, sock: socket.socket, timeout: float) -> bool:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        readable, _, _ = select.select([sock], [], [], timeout)
+        return bool(readable)
+
+    def _read(self, sock: socket.socket) -> bool:
+        """Read what arrived and dispatch it; False when the connection has ended."""
+        if self._tls_lock is None:
+            data = sock.recv(_RECV_SIZE)
+        else:
+            with self._tls_lock:
+                try:
+                    data = sock.recv(_RECV_SIZE)
+                except ssl.SSLWantReadError:  # a partial TLS record: wait for the rest
+                    return True
+        if not data:
+            if self._closing:
+                self._fail(ConnectionClosed(200, "closed by the client"))
+            else:
+                self._fail(ConnectionClosed(0, "connection lost: the server closed the socket"))
+            return False
+        self._last_received = time.monotonic()
+        try:
+            events = self._proto.receive_data(data)
+        except errors.AMQPError as err:
+            for event in getattr(err, "events", ()):
+                self._dispatch(event)
+            self._protocol_error(err)
+            return False
+        for event in events:
+            self._dispatch(event)
+        return self._error is None
+
+    def _keep_heartbeat(self) -> None:
+        if not self.heartbeat or self._error is not None:
+            return
+        now = time.monotonic()
+        silent = now - self._last_received
+        if silent > 2 * self.heartbeat:
+            self._fail(
+                ConnectionClosed(
+                    0,
+                    f"missed heartbeats: the server sent nothing for {silent:.1f}s "
+                    f"(heartbeat {self.heartbeat}s)",
+                )
+            )
+        elif now - self._last_sent >= self.heartbeat / 2:
+            with contextlib.suppress(ClientError):
+                self._send(self._proto.send_heartbeat())
+
+    def _dispatch(self, event: Event) -> None:
+        if isinstance(event, ContentReceived):
+            ch = self._channels.get(event.channel)
+            if ch is not None:
+                ch._on_method(event.method, event.properties, event.body)
+        elif isinstance(event, MethodReceived):
+            if event.channel == 0:
+                self._on_connection_method(event.method)
+            else:
+                ch = self._channels.get(event.channel)
+                if ch is not None:
+                    ch._on_method(event.method, None, b"")
+
+    def _on_connection_method(self, method: Any) -> None:
+        name = method.NAME
+        if name == "connection.close":
+            with contextlib.suppress(ClientError):
+                self._send_method(0, self.spec.method("connection.close-ok")())
+            self._fail(
+                ConnectionClosed(
+                    method.reply_code, method.reply_text, method.class_id, method.method_id
+                )
+            )
+        elif name == "connection.close-ok":
+            self._close_ok.set()
+        elif name in ("connection.blocked", "connection.unblocked"):
+            with self._state:
+                self.blocked = name == "connection.blocked"
+                self.blocked_reason = getattr(method, "reason", "") if self.blocked else ""
+                self._state.notify_all()
+        else:
+            log.warning("ignoring unexpected %s from %s", name, self.params.redacted_url())
+
+    def _protocol_error(self, err: errors.AMQPError) -> None:
+        """The server broke the protocol: tell it why (connection.close) and drop it."""
+        close = self.spec.method("connection.close")(
+            reply_code=err.reply_code,
+            reply_text=err.reply_text[:255],
+            class_id=err.class_id,
+            method_id=err.method_id,
+        )
+        with contextlib.suppress(ClientError):
+            self._send_method(0, close)
+        self._fail(ConnectionClosed(err.reply_code, f"protocol error: {err.reply_text}"))
+
+    # -- closing ------------------------------------------------------------------------------
+
+    def _fail(self, error: ConnectionClosed) -> None:
+        """Record why the connection ended, wake every waiter, drop the socket. Idempotent."""
+        with self._state:
+            if self._error is not None:
+                return
+            self._error = error
+            channels = list(self._channels.values())
+            self._state.notify_all()
+        for ch in channels:
+            ch._fail(error)
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Close cleanly: connection.close, then wait (at most ``timeout``) for close-ok."""
+        if self._error is None and not self._closing:
+            self._closing = True
+            close = self.spec.method("connection.close")(reply_code=200, reply_text="Goodbye")
+            try:
+                self._send_method(0, close)
+                self._close_ok.wait(timeout)
+            except ClientError:
+                pass
+            self._fail(ConnectionClosed(200, "closed by the client"))
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
