@@ -88,6 +88,12 @@ class Channel:
     def is_open(self) -> bool:
         return self._error is None
 
+    @property
+    def unconfirmed(self) -> int:
+        """Messages published in confirm mode that the broker has not confirmed yet."""
+        with self._cond:
+            return 0 if self._confirms is None else self._confirms.outstanding
+
     # -- requests -----------------------------------------------------------------------------
 
     def _method(self, name: str, **fields: Any) -> Method:
