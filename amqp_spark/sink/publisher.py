@@ -1,0 +1,193 @@
+"""Publishing one task's messages: pipelined, with publisher confirms, failing loudly.
+
+A task's rows are committed to Spark only when ``finish()`` returns, that is when the
+broker has confirmed every message. Anything else (a nack, a mandatory message returned
+unroutable, a lost connection, a closed channel) raises ``PublishFailed`` saying which
+and how many, so Spark fails the task and the batch is retried: at-least-once.
+
+Connections are kept per executor Python worker (workers are reused across tasks) and a
+fresh channel is opened per task.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from amqp_spark.client import (
+    Channel,
+    ChannelClosed,
+    ClientError,
+    ClientTimeout,
+    Connection,
+    ConnectionClosed,
+    PublishNacked,
+    PublishReturned,
+    connect,
+)
+from amqp_spark.options import redact_uri
+
+from .messages import Message
+from .settings import SinkSettings
+
+log = logging.getLogger(__name__)
+
+#: How long a publisher keeps waiting while the broker blocks the connection (a resource
+#: alarm) before failing the task. Blocking slows the writer down; only this long an
+#: alarm fails it (and Spark retries the batch).
+BLOCKED_LIMIT_SECONDS = 600.0
+#: How long to wait for the confirms of what is published when the connection is not
+#: blocked: the broker is expected to confirm within seconds.
+CONFIRM_TIMEOUT_SECONDS = 60.0
+
+_connections: dict[str, Connection] = {}
+
+R = TypeVar("R")
+
+
+class PublishFailed(RuntimeError):
+    """The task cannot be committed: says what went wrong and how many messages it hit."""
+
+
+def connection_for(uri: str) -> Connection:
+    """An open connection to ``uri``, reused across the tasks this Python worker runs."""
+    conn = _connections.get(uri)
+    if conn is None or not conn.is_open:
+        conn = _connections[uri] = connect(
+            uri, client_properties={"connection_name": "amqp-spark sink"}
+        )
+    return conn
+
+
+def drop_connection(uri: str) -> None:
+    """Forget (and close) the cached connection after a failure: the next task reconnects."""
+    conn = _connections.pop(uri, None)
+    if conn is not None:
+        try:
+            conn.close()
+        except ClientError:
+            log.debug("closing a failed connection", exc_info=True)
+
+
+class PartitionPublisher:
+    """Publishes the messages of one task and waits for their confirms."""
+
+    def __init__(self, settings: SinkSettings, where: str) -> None:
+        self.settings = settings
+        self.where = where  #: "partition 3 of batch 7 of query ..." for messages
+        self.published = 0
+        self._checked_exchanges: set[str] = {""}  # the default exchange always exists
+        self._chunk = max(1, min(1000, settings.max_in_flight // 4))
+        try:
+            self._channel = self._open_channel()
+        except ClientError as e:
+            drop_connection(settings.uri)
+            raise self._failure(e) from e
+
+    def _open_channel(self) -> Channel:
+        channel = connection_for(self.settings.uri).channel()
+        if self.settings.confirm:
+            channel.confirm_select()
+            channel.max_in_flight = self.settings.max_in_flight
+        return channel
+
+    def publish(self, messages: Sequence[Message]) -> None:
+        """Write ``messages`` in order; blocks only while too many confirms are outstanding
+        or the broker blocks the connection."""
+        try:
+            self._check_exchanges({m.exchange for m in messages})
+            for exchange, run in itertools.groupby(messages, key=lambda m: m.exchange):
+                batch = [(m.routing_key, m.body, m.properties) for m in run]
+                for start in range(0, len(batch), self._chunk):
+                    chunk = batch[start : start + self._chunk]
+                    self._while_blocked(
+                        functools.partial(
+                            self._channel.basic_publish_batch,
+                            exchange,
+                            chunk,
+                            mandatory=self.settings.mandatory,
+                        )
+                    )
+                    self.published += len(chunk)
+        except (ClientError, OSError) as e:
+            self._abandon()
+            raise self._failure(e) from e
+
+    def finish(self) -> int:
+        """Wait for every confirm and close the channel; returns how many were published."""
+        try:
+            if self.settings.confirm:
+                self._while_blocked(
+                    lambda: self._channel.wait_for_confirms(timeout=CONFIRM_TIMEOUT_SECONDS)
+                )
+            self._channel.close()
+        except (ClientError, OSError) as e:
+            self._abandon()
+            raise self._failure(e) from e
+        return self.published
+
+    def _check_exchanges(self, exchanges: set[str]) -> None:
+        """Fail with a clear message on an exchange that does not exist, before publishing
+        to it (publishing would close the channel with only a 404 to say why)."""
+        for exchange in exchanges - self._checked_exchanges:
+            try:
+                self._channel.exchange_declare(exchange, "direct", passive=True)
+            except ChannelClosed as e:
+                raise PublishFailed(
+                    f"amqp sink: exchange {exchange!r} cannot be published to on "
+                    f"{redact_uri(self.settings.uri)}: {e} ({self.where}). Declare it first, "
+                    "or fix the exchange option / column."
+                ) from e
+            self._checked_exchanges.add(exchange)
+
+    def _while_blocked(self, action: Callable[[], R]) -> R:
+        """Run ``action``; while it times out because the broker blocks the connection
+        (nothing was sent then), wait and retry, up to BLOCKED_LIMIT_SECONDS."""
+        connection = self._channel.connection
+        deadline = time.monotonic() + BLOCKED_LIMIT_SECONDS
+        while True:
+            try:
+                return action()
+            except ClientTimeout:
+                if not connection.blocked or time.monotonic() > deadline:
+                    raise
+                log.info(
+                    "amqp sink: broker blocks publishing (%s); waiting", connection.blocked_reason
+                )
+
+    def _abandon(self) -> None:
+        """After a failure: the channel may be half-used, drop the connection with it."""
+        drop_connection(self.settings.uri)
+
+    def _failure(self, error: BaseException) -> PublishFailed:
+        published = f"{self.published} message(s) published by {self.where}"
+        uri = redact_uri(self.settings.uri)
+        if isinstance(error, PublishFailed):
+            return error
+        if isinstance(error, PublishNacked):
+            text = f"the broker nacked {error.count} message(s) ({published})"
+            if error.returned:
+                text += f"; {error.returned} more were returned unroutable"
+        elif isinstance(error, PublishReturned):
+            first = error.returns[0]
+            text = (
+                f"{error.count} message(s) were returned unroutable (mandatory=true), first: "
+                f"{first.reply_code} {first.reply_text}, exchange {first.exchange!r}, "
+                f"routing key {first.routing_key!r} ({published})"
+            )
+        elif isinstance(error, ConnectionClosed):
+            text = f"the connection to {uri} was lost or closed: {error} ({published})"
+        elif isinstance(error, ChannelClosed):
+            text = f"the broker closed the channel: {error} ({published})"
+        elif isinstance(error, ClientTimeout):
+            text = f"timed out: {error} ({published})"
+        else:
+            text = f"{type(error).__name__}: {error} ({published})"
+        return PublishFailed(
+            f"amqp sink: {text}. The batch is not committed; Spark retries it "
+            "(at-least-once: consumers drop duplicates by message_id)."
+        )
