@@ -1,0 +1,437 @@
+"""A classic queue: its ready messages, its consumers, and the rules that drop, expire or
+dead-letter messages.
+
+The queue is the single owner of its messages (RabbitMQ's idea): channels hold delivered,
+unacknowledged entries only by reference and hand them back with ``settle``, ``requeue``
+or ``reject``. Delivery is push: whenever something changes that may let a message move
+(a publish, an ack freeing prefetch, a new consumer, a writable socket), ``dispatch`` gives
+ready messages to consumers that the sink says can take one, round robin within the highest
+consumer priority.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from amqp_spark.protocol import errors
+
+from .clock import TimerHandle
+from .message import Message, QueuedMessage
+
+if TYPE_CHECKING:
+    from .vhost import VirtualHost
+
+OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx")
+_MAX_PRIORITY_LIMIT = 255
+
+
+class DeliverySink(Protocol):
+    """Where a consumer's deliveries go (a channel)."""
+
+    def can_deliver(self, consumer: Consumer) -> bool: ...
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None: ...
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        """The queue went away under the consumer (the server-sent basic.cancel)."""
+        ...
+
+
+class Consumer:
+    __slots__ = ("tag", "queue", "sink", "no_ack", "exclusive", "priority", "prefetch", "unacked")
+
+    def __init__(
+        self,
+        tag: str,
+        queue: Queue,
+        sink: DeliverySink,
+        *,
+        no_ack: bool = False,
+        exclusive: bool = False,
+        priority: int = 0,
+        prefetch: int = 0,
+    ) -> None:
+        self.tag = tag
+        self.queue = queue
+        self.sink = sink
+        self.no_ack = no_ack
+        self.exclusive = exclusive
+        self.priority = priority
+        self.prefetch = prefetch  #: 0: unlimited
+        self.unacked = 0
+
+
+class ReadyMessages:
+    """Ready messages in delivery order; with ``levels`` > 1, one FIFO per priority."""
+
+    __slots__ = ("_levels", "_len")
+
+    def __init__(self, levels: int = 1) -> None:
+        self._levels: list[deque[QueuedMessage]] = [deque() for _ in range(levels)]
+        self._len = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[QueuedMessage]:
+        return itertools.chain.from_iterable(reversed(self._levels))
+
+    def _level(self, entry: QueuedMessage) -> deque[QueuedMessage]:
+        levels = self._levels
+        return levels[min(entry.message.priority, len(levels) - 1)]
+
+    def append(self, entry: QueuedMessage) -> None:
+        self._level(entry).append(entry)
+        self._len += 1
+
+    def appendleft(self, entry: QueuedMessage) -> None:
+        self._level(entry).appendleft(entry)
+        self._len += 1
+
+    def _head_level(self) -> deque[QueuedMessage] | None:
+        for level in reversed(self._levels):
+            if level:
+                return level
+        return None
+
+    def peek(self) -> QueuedMessage | None:
+        level = self._head_level()
+        return level[0] if level else None
+
+    def popleft(self) -> QueuedMessage:
+        level = self._head_level()
+        assert level is not None, "popleft from an empty queue"
+        self._len -= 1
+        return level.popleft()
+
+    def clear(self) -> list[QueuedMessage]:
+        entries = list(self)
+        for level in self._levels:
+            level.clear()
+        self._len = 0
+        return entries
+
+
+def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise errors.PreconditionFailed(
+            f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{queue}' in vhost '{vhost}': "
+            f"{value!r}"
+        )
+    return value
+
+
+class QueueSettings:
+    """The ``x-`` arguments of a queue, validated."""
+
+    __slots__ = (
+        "message_ttl",
+        "expires",
+        "max_length",
+        "max_length_bytes",
+        "overflow",
+        "dead_letter_exchange",
+        "dead_letter_routing_key",
+        "max_priority",
+        "single_active_consumer",
+    )
+
+    def __init__(self, queue: str, vhost: str, args: dict[str, Any]) -> None:
+        self.message_ttl = _int_arg(queue, vhost, args, "x-message-ttl", 0)
+        self.expires = _int_arg(queue, vhost, args, "x-expires", 1)
+        self.max_length = _int_arg(queue, vhost, args, "x-max-length", 0)
+        self.max_length_bytes = _int_arg(queue, vhost, args, "x-max-length-bytes", 0)
+        self.max_priority = _int_arg(queue, vhost, args, "x-max-priority", 0)
+        if self.max_priority is not None:
+            self.max_priority = min(self.max_priority, _MAX_PRIORITY_LIMIT)
+        overflow = args.get("x-overflow", "drop-head")
+        if overflow not in OVERFLOW_MODES:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid arg 'x-overflow' for queue '{queue}' in vhost "
+                f"'{vhost}': {overflow!r}"
+            )
+        self.overflow: str = overflow
+        dlx = args.get("x-dead-letter-exchange")
+        self.dead_letter_exchange: str | None = dlx if isinstance(dlx, str) else None
+        dlk = args.get("x-dead-letter-routing-key")
+        self.dead_letter_routing_key: str | None = dlk if isinstance(dlk, str) else None
+        self.single_active_consumer = args.get("x-single-active-consumer") is True
+
+
+class Queue:
+    """A classic queue. ``owner`` is the connection of an exclusive queue, else None."""
+
+    type_name = "classic"
+
+    def __init__(
+        self,
+        vhost: VirtualHost,
+        name: str,
+        *,
+        durable: bool = False,
+        owner: object | None = None,
+        auto_delete: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        self.vhost = vhost
+        self.name = name
+        self.durable = durable
+        self.owner = owner
+        self.auto_delete = auto_delete
+        self.arguments = dict(arguments or {})
+        self.settings = QueueSettings(name, vhost.name, self.arguments)
+        self.ready = ReadyMessages((self.settings.max_priority or 0) + 1)
+        self.ready_bytes = 0
+        self.unacked = 0
+        self.consumers: list[Consumer] = []
+        self.deleted = False
+        self._rr = 0
+        self._dispatching = False
+        self._had_consumers = False
+        self._uniform_priority = True
+        self._expiry_timer: TimerHandle | None = None
+        self._expiry_at: float | None = None
+        self._unused_timer: TimerHandle | None = None
+        self.touch()
+
+    def __repr__(self) -> str:
+        return f"<queue {self.name!r}>"
+
+    @property
+    def exclusive(self) -> bool:
+        return self.owner is not None
+
+    @property
+    def message_count(self) -> int:
+        return len(self.ready)
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def publish(self, message: Message) -> bool:
+        """Enqueue a routed message; False when overflow refuses it (reject-publish)."""
+        s = self.settings
+        if s.overflow != "drop-head" and self._full(len(message.body)):
+            if s.overflow == "reject-publish-dlx":
+                self.vhost.dead_letter(self, message, "maxlen")
+            return False
+        ttl = message.ttl
+        if s.message_ttl is not None and (ttl is None or s.message_ttl < ttl):
+            ttl = s.message_ttl
+        entry = QueuedMessage(
+            message, None if ttl is None else self.vhost.clock.time() + ttl / 1000
+        )
+        self.ready.append(entry)
+        self._add_ready_bytes(entry.size)
+        self.vhost.store.message_enqueued(self, entry)
+        if s.overflow == "drop-head":
+            while self.ready and self._full(0):
+                self._drop(self.ready.popleft(), "maxlen")
+        if self.consumers:
+            self.dispatch()
+        if ttl is not None:
+            self.expire()
+        return True
+
+    def _full(self, incoming: int) -> bool:
+        s = self.settings
+        n = len(self.ready) + (1 if incoming else 0)
+        if s.max_length is not None and n > s.max_length:
+            return True
+        return s.max_length_bytes is not None and self.ready_bytes + incoming > s.max_length_bytes
+
+    def _add_ready_bytes(self, n: int) -> None:
+        self.ready_bytes += n
+        self.vhost.memory.add(n)
+
+    def _take(self, entry: QueuedMessage) -> None:
+        """Bookkeeping for an entry leaving the ready list."""
+        self.ready_bytes -= entry.size
+
+    def _forget(self, entry: QueuedMessage) -> None:
+        """The entry is gone for good (acked, dropped, dead-lettered)."""
+        self.vhost.memory.sub(entry.size)
+        self.vhost.store.message_removed(self, entry)
+
+    def _drop(self, entry: QueuedMessage, reason: str) -> None:
+        self._take(entry)
+        self._forget(entry)
+        self.vhost.dead_letter(self, entry.message, reason)
+
+    # -- expiry -------------------------------------------------------------------------------
+
+    def expire(self) -> None:
+        """Dead-letter expired messages at the head; arm a timer for the next expiry."""
+        now = self.vhost.clock.time()
+        ready = self.ready
+        head = ready.peek()
+        while head is not None and head.expires_at is not None and head.expires_at <= now:
+            self._drop(ready.popleft(), "expired")
+            head = ready.peek()
+        if head is not None and head.expires_at is not None:
+            self._arm_expiry(head.expires_at, now)
+
+    def _arm_expiry(self, at: float, now: float) -> None:
+        if self._expiry_timer is not None:
+            if self._expiry_at is not None and self._expiry_at <= at:
+                return
+            self._expiry_timer.cancel()
+        self._expiry_at = at
+        self._expiry_timer = self.vhost.clock.call_later(max(0.0, at - now), self._on_expiry)
+
+    def _on_expiry(self) -> None:
+        self._expiry_timer = self._expiry_at = None
+        if not self.deleted:
+            self.expire()
+
+    # -- consumers and delivery ---------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        """Register a consumer (the caller dispatches once it has sent consume-ok)."""
+        if any(c.exclusive for c in self.consumers) or (consumer.exclusive and self.consumers):
+            raise errors.AccessRefused(
+                f"ACCESS_REFUSED - queue '{self.name}' in vhost '{self.vhost.name}' "
+                "in exclusive use"
+            )
+        self.consumers.append(consumer)
+        self._had_consumers = True
+        self._uniform_priority = len({c.priority for c in self.consumers}) == 1
+        self.touch()
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        if consumer in self.consumers:
+            self.consumers.remove(consumer)
+            self._uniform_priority = len({c.priority for c in self.consumers}) <= 1
+        if self.deleted:
+            return
+        if not self.consumers and self.auto_delete and self._had_consumers:
+            self.vhost.delete_queue(self)
+            return
+        self.touch()
+        self.dispatch()
+
+    def _next_consumer(self) -> Consumer | None:
+        consumers = self.consumers
+        n = len(consumers)
+        if not n:
+            return None
+        if self.settings.single_active_consumer:
+            first = consumers[0]
+            return first if first.sink.can_deliver(first) else None
+        start = self._rr % n
+        uniform = self._uniform_priority
+        best: Consumer | None = None
+        best_i = 0
+        for k in range(n):
+            i = (start + k) % n
+            c = consumers[i]
+            if (best is None or c.priority > best.priority) and c.sink.can_deliver(c):
+                best, best_i = c, i
+                if uniform:
+                    break
+        self._rr = best_i + 1
+        return best
+
+    def dispatch(self) -> None:
+        """Deliver ready messages to consumers that can take them."""
+        if self._dispatching or self.deleted:
+            return
+        self._dispatching = True
+        try:
+            ready = self.ready
+            now = self.vhost.clock.time()
+            while ready:
+                consumer = self._next_consumer()
+                if consumer is None:
+                    break
+                entry = ready.popleft()
+                self._take(entry)
+                if entry.expires_at is not None and entry.expires_at <= now:
+                    self._forget(entry)
+                    self.vhost.dead_letter(self, entry.message, "expired")
+                    continue
+                if consumer.no_ack:
+                    self._forget(entry)
+                else:
+                    self.unacked += 1
+                consumer.sink.deliver(consumer, self, entry)
+        finally:
+            self._dispatching = False
+
+    def get(self) -> QueuedMessage | None:
+        """basic.get: the head message (the caller settles it unless no-ack) or None."""
+        self.touch()
+        self.expire()
+        if not self.ready:
+            return None
+        entry = self.ready.popleft()
+        self._take(entry)
+        self.unacked += 1
+        return entry
+
+    # -- settlement ---------------------------------------------------------------------------
+
+    def settle(self, entry: QueuedMessage) -> None:
+        """An unacknowledged entry was acked (or taken with no-ack after get)."""
+        self.unacked -= 1
+        self._forget(entry)
+
+    def requeue(self, entries: list[QueuedMessage]) -> None:
+        """Put unacknowledged entries back at the head, oldest first, marked redelivered."""
+        if self.deleted:
+            for entry in entries:
+                self._forget(entry)
+            return
+        for entry in reversed(entries):
+            self.unacked -= 1
+            entry.redelivered = True
+            self.ready.appendleft(entry)
+            self.ready_bytes += entry.size
+        self.dispatch()
+
+    def reject(self, entry: QueuedMessage) -> None:
+        """Rejected without requeue: discarded or dead-lettered."""
+        self.unacked -= 1
+        self._forget(entry)
+        if not self.deleted:
+            self.vhost.dead_letter(self, entry.message, "rejected")
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def purge(self) -> int:
+        entries = self.ready.clear()
+        for entry in entries:
+            self._take(entry)
+            self._forget(entry)
+        return len(entries)
+
+    def touch(self) -> None:
+        """The queue was used: restart its x-expires countdown (if it has one)."""
+        expires = self.settings.expires
+        if expires is None or self.deleted:
+            return
+        if self._unused_timer is not None:
+            self._unused_timer.cancel()
+            self._unused_timer = None
+        if not self.consumers:
+            self._unused_timer = self.vhost.clock.call_later(expires / 1000, self._on_unused)
+
+    def _on_unused(self) -> None:
+        self._unused_timer = None
+        if not self.deleted and not self.consumers:
+            self.vhost.delete_queue(self)
+
+    def destroy(self) -> list[Consumer]:
+        """Called by the virtual host on delete: drop everything; returns the consumers."""
+        self.purge()
+        self.deleted = True
+        for timer in (self._expiry_timer, self._unused_timer):
+            if timer is not None:
+                timer.cancel()
+        consumers, self.consumers = self.consumers, []
+        return consumers

@@ -1,0 +1,423 @@
+"""A virtual host: its exchanges and queues, declaration rules and routing.
+
+Errors are raised as the AMQP errors RabbitMQ sends, with its reply texts, so that the
+channel handlers only have to name the culprit method.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import os
+from typing import Any
+
+from amqp_spark.protocol import errors
+
+from .clock import Clock
+from .exchanges import EXCHANGE_TYPES, Destination, Exchange
+from .memory import MemoryGauge
+from .message import Message
+from .persistence import InMemory, Persistence
+from .queue_types import queue_factory
+from .queues import Queue
+
+#: The exchanges every virtual host has (besides the default exchange "").
+STANDARD_EXCHANGES = {
+    "amq.direct": "direct",
+    "amq.fanout": "fanout",
+    "amq.topic": "topic",
+    "amq.headers": "headers",
+    "amq.match": "headers",
+}
+#: Queue arguments compared when a queue is redeclared.
+_EQUIVALENT_QUEUE_ARGS = (
+    "x-message-ttl",
+    "x-expires",
+    "x-max-length",
+    "x-max-length-bytes",
+    "x-overflow",
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+    "x-max-priority",
+    "x-single-active-consumer",
+    "x-queue-type",
+)
+_UTC = datetime.timezone.utc
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class VirtualHost:
+    def __init__(
+        self,
+        name: str,
+        clock: Clock,
+        memory: MemoryGauge,
+        store: Persistence | None = None,
+    ) -> None:
+        self.name = name
+        self.clock = clock
+        self.memory = memory
+        self.store: Persistence = store or InMemory()
+        self.exchanges: dict[str, Exchange] = {"": EXCHANGE_TYPES["direct"]("", durable=True)}
+        for ename, etype in STANDARD_EXCHANGES.items():
+            self.exchanges[ename] = EXCHANGE_TYPES[etype](ename, durable=True)
+        self.queues: dict[str, Queue] = {}
+        #: For each destination, the exchanges that have bindings to it.
+        self._sources: dict[Destination, set[Exchange]] = {}
+
+    def _where(self) -> str:
+        return f"in vhost '{self.name}'"
+
+    # -- exchanges ----------------------------------------------------------------------------
+
+    def exchange(self, name: str) -> Exchange:
+        ex = self.exchanges.get(name)
+        if ex is None:
+            raise errors.NotFound(f"NOT_FOUND - no exchange '{name}' {self._where()}")
+        return ex
+
+    def declare_exchange(
+        self,
+        name: str,
+        type_name: str,
+        *,
+        passive: bool = False,
+        durable: bool = False,
+        auto_delete: bool = False,
+        internal: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> Exchange:
+        if passive:
+            return self.exchange(name)
+        if name == "":
+            raise errors.AccessRefused(
+                "ACCESS_REFUSED - operation not permitted on the default exchange"
+            )
+        cls = EXCHANGE_TYPES.get(type_name)
+        if cls is None:
+            raise errors.CommandInvalid(f"COMMAND_INVALID - invalid exchange type '{type_name}'")
+        ex = self.exchanges.get(name)
+        if ex is None:
+            if name.startswith("amq."):
+                raise errors.AccessRefused(
+                    f"ACCESS_REFUSED - exchange name '{name}' contains reserved prefix 'amq.*'"
+                )
+            ex = cls(
+                name,
+                durable=durable,
+                auto_delete=auto_delete,
+                internal=internal,
+                arguments=arguments,
+            )
+            self.exchanges[name] = ex
+            if durable:
+                self.store.exchange_declared(self.name, ex)
+            return ex
+        what = f"for exchange '{name}' {self._where()}"
+        for arg, received, current in (
+            ("type", type_name, ex.type_name),
+            ("durable", _flag(durable), _flag(ex.durable)),
+            ("auto_delete", _flag(auto_delete), _flag(ex.auto_delete)),
+            ("internal", _flag(internal), _flag(ex.internal)),
+        ):
+            if received != current:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - inequivalent arg '{arg}' {what}: "
+                    f"received '{received}' but current is '{current}'"
+                )
+        new_ae = (arguments or {}).get("alternate-exchange")
+        if new_ae != ex.arguments.get("alternate-exchange"):
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' {what}"
+            )
+        return ex
+
+    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+        if name == "" or name.startswith("amq."):
+            raise errors.AccessRefused(
+                "ACCESS_REFUSED - operation not permitted on the default exchange"
+                if name == ""
+                else f"ACCESS_REFUSED - exchange name '{name}' contains reserved prefix 'amq.*'"
+            )
+        ex = self.exchanges.get(name)
+        if ex is None:
+            return
+        if if_unused and ex.bindings:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - exchange '{name}' {self._where()} in use"
+            )
+        self._remove_exchange(ex)
+
+    def _remove_exchange(self, ex: Exchange) -> None:
+        del self.exchanges[ex.name]
+        for dest in ex.destinations():
+            self._sources.get(dest, set()).discard(ex)
+        ex.bindings.clear()
+        for source in self._sources.pop(ex, set()):
+            source.unbind_all(ex)
+            self._after_unbind(source)
+        if ex.durable:
+            self.store.exchange_deleted(self.name, ex.name)
+
+    def _after_unbind(self, source: Exchange) -> None:
+        if source.auto_delete and not source.bindings and source.name in self.exchanges:
+            self._remove_exchange(source)
+
+    # -- bindings -----------------------------------------------------------------------------
+
+    def _check_bindable(self, source: Exchange) -> None:
+        if source.name == "":
+            raise errors.AccessRefused(
+                "ACCESS_REFUSED - operation not permitted on the default exchange"
+            )
+
+    def bind(
+        self, destination: Queue | Exchange, source_name: str, key: str, args: dict[str, Any]
+    ) -> None:
+        source = self.exchange(source_name)
+        self._check_bindable(source)
+        if isinstance(destination, Exchange) and destination.name == "":
+            self._check_bindable(destination)
+        if source.bind(destination, key, args):
+            self._sources.setdefault(destination, set()).add(source)
+            self._binding_stored(source, destination, key, args, added=True)
+
+    def unbind(
+        self, destination: Queue | Exchange, source_name: str, key: str, args: dict[str, Any]
+    ) -> None:
+        source = self.exchange(source_name)
+        self._check_bindable(source)
+        if source.unbind(destination, key, args):
+            if destination not in source.destinations():
+                self._sources.get(destination, set()).discard(source)
+            self._binding_stored(source, destination, key, args, added=False)
+            self._after_unbind(source)
+
+    def _binding_stored(
+        self, source: Exchange, dest: Queue | Exchange, key: str, args: dict[str, Any], added: bool
+    ) -> None:
+        if source.durable and dest.durable:
+            kind = "queue" if isinstance(dest, Queue) else "exchange"
+            self.store.binding_changed(self.name, source.name, dest.name, kind, key, args, added)
+
+    # -- queues -------------------------------------------------------------------------------
+
+    def queue(self, name: str, owner: object | None = None) -> Queue:
+        """The queue named ``name``, checking that ``owner`` may use it if it is exclusive."""
+        q = self.queues.get(name)
+        if q is None:
+            raise errors.NotFound(f"NOT_FOUND - no queue '{name}' {self._where()}")
+        if q.owner is not None and q.owner is not owner:
+            raise errors.ResourceLocked(
+                f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '{name}' "
+                f"{self._where()}. It could be originally declared on another connection or the "
+                "exclusive property value does not match that of the original declaration."
+            )
+        return q
+
+    def declare_queue(
+        self,
+        name: str,
+        *,
+        owner: object,
+        passive: bool = False,
+        durable: bool = False,
+        exclusive: bool = False,
+        auto_delete: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> Queue:
+        """``owner`` is the declaring connection (it owns the queue if ``exclusive``)."""
+        arguments = arguments or {}
+        if passive:
+            return self.queue(name, owner)
+        if not name:
+            name = "amq.gen-" + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        existing = self.queues.get(name)
+        if existing is not None:
+            q = self.queue(name, owner)
+            self._check_equivalent(q, durable, exclusive, auto_delete, arguments)
+            q.touch()
+            return q
+        if name.startswith("amq."):
+            raise errors.AccessRefused(
+                f"ACCESS_REFUSED - queue name '{name}' contains reserved prefix 'amq.*'"
+            )
+        factory = queue_factory(arguments)
+        if factory is None:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid arg 'x-queue-type' for queue '{name}' "
+                f"{self._where()}: {arguments.get('x-queue-type')!r}"
+            )
+        q = factory(
+            self,
+            name,
+            durable=durable,
+            owner=owner if exclusive else None,
+            auto_delete=auto_delete,
+            arguments=arguments,
+        )
+        self.queues[name] = q
+        self.exchanges[""].bind(q, name, {})
+        if durable:
+            self.store.queue_declared(self.name, q)
+        return q
+
+    def _check_equivalent(
+        self, q: Queue, durable: bool, exclusive: bool, auto_delete: bool, arguments: dict[str, Any]
+    ) -> None:
+        what = f"for queue '{q.name}' {self._where()}"
+        for arg, received, current in (
+            ("durable", durable, q.durable),
+            ("exclusive", exclusive, q.exclusive),
+            ("auto_delete", auto_delete, q.auto_delete),
+        ):
+            if received != current:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - inequivalent arg '{arg}' {what}: "
+                    f"received '{_flag(received)}' but current is '{_flag(current)}'"
+                )
+        for arg in _EQUIVALENT_QUEUE_ARGS:
+            received_value, current_value = arguments.get(arg), q.arguments.get(arg)
+            if received_value != current_value:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - inequivalent arg '{arg}' {what}: "
+                    f"received {_describe(received_value)} "
+                    f"but current is {_describe(current_value)}"
+                )
+
+    def delete_queue(self, q: Queue) -> int:
+        """Remove a queue: its bindings go, its consumers are told. Returns its message count."""
+        if self.queues.get(q.name) is not q:
+            return 0
+        count = q.message_count
+        del self.queues[q.name]
+        for source in self._sources.pop(q, set()):
+            source.unbind_all(q)
+            self._after_unbind(source)
+        self.exchanges[""].unbind(q, q.name, {})
+        for consumer in q.destroy():
+            consumer.sink.consumer_cancelled(consumer)
+        if q.durable:
+            self.store.queue_deleted(self.name, q.name)
+        return count
+
+    def delete_queue_named(
+        self, name: str, owner: object, *, if_unused: bool = False, if_empty: bool = False
+    ) -> int:
+        if name not in self.queues:
+            return 0
+        q = self.queue(name, owner)
+        if if_unused and q.consumers:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - queue '{name}' {self._where()} in use"
+            )
+        if if_empty and q.message_count:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - queue '{name}' {self._where()} not empty"
+            )
+        return self.delete_queue(q)
+
+    def delete_owned_by(self, owner: object) -> None:
+        """The owning connection closed: its exclusive queues go with it."""
+        for q in [q for q in self.queues.values() if q.owner is owner]:
+            self.delete_queue(q)
+
+    # -- routing ------------------------------------------------------------------------------
+
+    def route(self, exchange: Exchange, routing_key: str, headers: dict[str, Any]) -> list[Queue]:
+        """The queues a message reaches through ``exchange``: exchange-to-exchange bindings
+        are followed (each exchange once), and an exchange that routes nowhere hands the
+        message to its alternate exchange."""
+        first = exchange.route(routing_key, headers)
+        if exchange.alternate_exchange is None and all(type(d) is Queue for d in first):
+            return list(first)  # type: ignore[arg-type]
+        queues: dict[Queue, None] = {}
+        seen: set[Exchange] = set()
+        stack: list[Exchange] = [exchange]
+        while stack:
+            ex = stack.pop()
+            if ex in seen:
+                continue
+            seen.add(ex)
+            matched = ex.route(routing_key, headers)
+            for dest in matched:
+                if isinstance(dest, Exchange):
+                    stack.append(dest)
+                else:
+                    queues[dest] = None  # type: ignore[index]
+            if not matched and ex.alternate_exchange is not None:
+                ae = self.exchanges.get(ex.alternate_exchange)
+                if ae is not None:
+                    stack.append(ae)
+        return list(queues)
+
+    def dead_letter(self, queue: Queue, message: Message, reason: str) -> None:
+        """Republish a message its queue let go (rejected, expired, maxlen) to the queue's
+        dead-letter exchange, with the ``x-death`` history RabbitMQ records."""
+        settings = queue.settings
+        if settings.dead_letter_exchange is None:
+            return
+        dlx = self.exchanges.get(settings.dead_letter_exchange)
+        if dlx is None:
+            return
+        key = settings.dead_letter_routing_key or message.routing_key
+        dead = dead_lettered(message, queue.name, reason, dlx.name, key)
+        deaths = dead.headers["x-death"]
+        for target in self.route(dlx, key, dead.headers):
+            if not _is_cycle(deaths, target.name):
+                target.publish(dead)
+
+
+def _describe(value: Any) -> str:
+    return "none" if value is None else f"the value '{value}'"
+
+
+def _is_cycle(deaths: list[dict[str, Any]], target: str) -> bool:
+    """RabbitMQ drops a dead-lettered message that would return to a queue it already died
+    in, unless a client rejected it somewhere along the way (then the loop is not automatic)."""
+    for death in deaths:
+        if death.get("reason") == "rejected":
+            return False
+        if death.get("queue") == target:
+            return True
+    return False
+
+
+def dead_lettered(
+    message: Message, queue: str, reason: str, exchange: str, routing_key: str
+) -> Message:
+    """A copy of ``message`` on its way to ``exchange`` with ``routing_key``, its death
+    recorded in the headers and its per-message expiration removed."""
+    props: Any = message.properties
+    fields = props.fields()
+    headers = dict(props.headers or {})
+    deaths: list[dict[str, Any]] = [
+        dict(d) for d in headers.get("x-death") or [] if isinstance(d, dict)
+    ]
+    for i, death in enumerate(deaths):
+        if death.get("queue") == queue and death.get("reason") == reason:
+            death["count"] = int(death.get("count", 0)) + 1
+            deaths.insert(0, deaths.pop(i))
+            break
+    else:
+        death = {
+            "count": 1,
+            "reason": reason,
+            "queue": queue,
+            "time": datetime.datetime.now(_UTC).replace(microsecond=0),
+            "exchange": message.exchange,
+            "routing-keys": [message.routing_key],
+        }
+        if props.expiration is not None:
+            death["original-expiration"] = props.expiration
+        deaths.insert(0, death)
+    headers["x-death"] = deaths
+    headers.setdefault("x-first-death-reason", reason)
+    headers.setdefault("x-first-death-queue", queue)
+    headers.setdefault("x-first-death-exchange", message.exchange)
+    fields["headers"] = headers
+    fields["expiration"] = None
+    return Message(exchange, routing_key, type(props)(**fields), message.body)

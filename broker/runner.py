@@ -1,0 +1,112 @@
+"""``Broker``: the broker on a background thread of the calling process (tests, notebooks)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .config import BrokerConfig
+from .server.app import BrokerServer
+
+_START_TIMEOUT = 10.0
+_STOP_TIMEOUT = 10.0
+
+
+def load_config(config: BrokerConfig | Mapping[str, Any] | str | Path | None) -> BrokerConfig:
+    if config is None:
+        return BrokerConfig()
+    if isinstance(config, BrokerConfig):
+        return config
+    if isinstance(config, (str, Path)):
+        return BrokerConfig.from_toml(config)
+    return BrokerConfig.from_dict(dict(config))
+
+
+class Broker:
+    """An in-process broker::
+
+    with Broker() as b:          # port=0: an ephemeral port
+        connect(b.url)
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: BrokerConfig | Mapping[str, Any] | str | Path | None = None,
+        data_dir: str | None = None,
+    ) -> None:
+        self.config = load_config(config)
+        self.config.host, self.config.port = host, port
+        if data_dir is not None:
+            self.config.data_dir = data_dir
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: BrokerServer | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the broker is not running")
+        return self._server.port
+
+    @property
+    def url(self) -> str:
+        return f"amqp://guest:guest@{self.config.host}:{self.port}/%2F"
+
+    def start(self) -> Broker:
+        if self._thread is not None:
+            raise RuntimeError("the broker is already running")
+        self._started.clear()
+        self._thread = threading.Thread(target=self._run, name="amqp-broker", daemon=True)
+        self._thread.start()
+        if not self._started.wait(_START_TIMEOUT):
+            raise RuntimeError(f"the broker did not start within {_START_TIMEOUT}s")
+        if self._error is not None:
+            self._thread.join(_STOP_TIMEOUT)
+            self._thread = None
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._server = BrokerServer(self.config, loop)
+            loop.run_until_complete(self._server.start())
+        except BaseException as e:  # reported to start()'s caller
+            self._error = e
+            self._started.set()
+            loop.close()
+            return
+        self._started.set()
+        try:
+            loop.run_forever()
+            loop.run_until_complete(self._server.shutdown())
+        finally:
+            loop.close()
+
+    def stop(self) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(_STOP_TIMEOUT)
+        self._thread = None
+        self._server = None
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

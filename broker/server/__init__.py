@@ -1,0 +1,1 @@
+"""The AMQP side of the broker: asyncio connections and channels driving the model."""

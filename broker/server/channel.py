@@ -1,0 +1,495 @@
+"""One AMQP channel on the server: the exchange, queue, basic, confirm and tx methods.
+
+Methods are dispatched by name through ``HANDLERS``. Handlers raise ``AMQPError``s (the
+model raises RabbitMQ's errors); the connection turns a soft one into channel.close and a
+hard one into connection.close, naming the culprit method.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import Method, errors
+from amqp_spark.protocol.values import encode_shortstr
+
+from ..model.exchanges import Exchange
+from ..model.message import Message, QueuedMessage, validate_expiration
+from ..model.queues import Consumer, Queue
+
+if TYPE_CHECKING:
+    from .connection import AMQPConnection
+
+#: A delivery awaiting ack: (consumer or None for basic.get, queue, entry).
+Unacked = tuple["Consumer | None", Queue, QueuedMessage]
+
+
+def _generated_tag(prefix: str) -> str:
+    return prefix + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+class ServerChannel:
+    """Channel state; also the ``DeliverySink`` of its consumers."""
+
+    def __init__(self, conn: AMQPConnection, channel_id: int) -> None:
+        self.conn = conn
+        self.id = channel_id
+        self.vhost = conn.vhost
+        self.consumers: dict[str, Consumer] = {}
+        self._tag_bytes: dict[Consumer, bytes] = {}
+        self.unacked: dict[int, Unacked] = {}
+        self.unacked_count = 0  #: unacked deliveries to consumers, for the channel-wide prefetch
+        self._next_tag = 1
+        self.prefetch = 0  #: basic.qos global=false: the limit of consumers created from now on
+        self.channel_prefetch = 0  #: basic.qos global=true: shared by all consumers of the channel
+        self.flow_active = True
+        self.confirming = False
+        self._publish_seq = 0
+        self._confirms: list[tuple[int, bool]] = []
+        self.transactional = False
+        self._tx_publishes: list[tuple[Exchange, Message, bool]] = []
+        self._tx_settles: list[tuple[str, int, Unacked]] = []
+        self._last_queue: str | None = None
+        self.closed = False
+
+    def send(self, method: Method) -> None:
+        self.conn.send_method(self.id, method)
+
+    def _m(self, name: str) -> Callable[..., Method]:
+        return self.conn.spec.method(name)
+
+    # -- DeliverySink -------------------------------------------------------------------------
+
+    def can_deliver(self, consumer: Consumer) -> bool:
+        if not (self.flow_active and self.conn.writable):
+            return False
+        if consumer.no_ack:
+            return True
+        if consumer.prefetch and consumer.unacked >= consumer.prefetch:
+            return False
+        return not self.channel_prefetch or self.unacked_count < self.channel_prefetch
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+        tag = self._next_tag
+        self._next_tag = tag + 1
+        if not consumer.no_ack:
+            self.unacked[tag] = (consumer, queue, entry)
+            consumer.unacked += 1
+            self.unacked_count += 1
+        self.conn.send_delivery(
+            self.id, self._tag_bytes[consumer], tag, entry.redelivered, entry.message
+        )
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        self.consumers.pop(consumer.tag, None)
+        self._tag_bytes.pop(consumer, None)
+        if self.conn.client_capability("consumer_cancel_notify"):
+            self.send(self._m("basic.cancel")(consumer_tag=consumer.tag, no_wait=True))
+
+    # -- dispatch -----------------------------------------------------------------------------
+
+    def handle(self, method: Method) -> None:
+        handler = HANDLERS.get(method.NAME)
+        if handler is None:
+            raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {method.NAME} is not supported")
+        handler(self, method)
+
+    def redispatch(self) -> None:
+        """Something that limited deliveries changed: let this channel's queues push again."""
+        for queue in {c.queue for c in self.consumers.values()}:
+            queue.dispatch()
+
+    def teardown(self) -> None:
+        """The channel is closing: cancel consumers, requeue everything unacknowledged."""
+        if self.closed:
+            return
+        self.closed = True
+        for consumer in list(self.consumers.values()):
+            consumer.queue.remove_consumer(consumer)
+        self.consumers.clear()
+        # Settlements of an uncommitted transaction never happened.
+        held = [item for _, _, item in self._tx_settles]
+        self._tx_settles.clear()
+        self._requeue([*self.unacked.values(), *held])
+        self.unacked.clear()
+
+    # -- channel ------------------------------------------------------------------------------
+
+    def _channel_close(self, m: Method) -> None:
+        self.teardown()
+        self.send(self._m("channel.close-ok")())
+        self.conn.forget_channel(self.id)
+
+    def _channel_close_ok(self, m: Method) -> None:
+        self.conn.forget_channel(self.id)
+
+    def _channel_flow(self, m: Method) -> None:
+        self.flow_active = m.active  # type: ignore[attr-defined]
+        self.send(self._m("channel.flow-ok")(active=self.flow_active))
+        if self.flow_active:
+            self.redispatch()
+
+    def _ignore(self, m: Method) -> None:
+        pass
+
+    # -- exchange -----------------------------------------------------------------------------
+
+    def _exchange_declare(self, m: Any) -> None:
+        self.vhost.declare_exchange(
+            m.exchange,
+            m.type,
+            passive=m.passive,
+            durable=m.durable,
+            auto_delete=m.auto_delete,
+            internal=m.internal,
+            arguments=m.arguments,
+        )
+        if not m.no_wait:
+            self.send(self._m("exchange.declare-ok")())
+
+    def _exchange_delete(self, m: Any) -> None:
+        self.vhost.delete_exchange(m.exchange, if_unused=m.if_unused)
+        if not m.no_wait:
+            self.send(self._m("exchange.delete-ok")())
+
+    def _exchange_bind(self, m: Any) -> None:
+        destination = self.vhost.exchange(m.destination)
+        self.vhost.bind(destination, m.source, m.routing_key, m.arguments)
+        if not m.no_wait:
+            self.send(self._m("exchange.bind-ok")())
+
+    def _exchange_unbind(self, m: Any) -> None:
+        destination = self.vhost.exchange(m.destination)
+        self.vhost.unbind(destination, m.source, m.routing_key, m.arguments)
+        if not m.no_wait:
+            self.send(self._m("exchange.unbind-ok")())
+
+    # -- queue --------------------------------------------------------------------------------
+
+    def _queue(self, name: str) -> Queue:
+        """The queue a method names; "" means the queue last declared on this channel."""
+        if not name:
+            if self._last_queue is None:
+                raise errors.NotFound("NOT_FOUND - no previously declared queue")
+            name = self._last_queue
+        return self.vhost.queue(name, self.conn)
+
+    def _queue_declare(self, m: Any) -> None:
+        q = self.vhost.declare_queue(
+            m.queue,
+            owner=self.conn,
+            passive=m.passive,
+            durable=m.durable,
+            exclusive=m.exclusive,
+            auto_delete=m.auto_delete,
+            arguments=m.arguments,
+        )
+        self._last_queue = q.name
+        if not m.no_wait:
+            self.send(
+                self._m("queue.declare-ok")(
+                    queue=q.name, message_count=q.message_count, consumer_count=len(q.consumers)
+                )
+            )
+
+    def _queue_bind(self, m: Any) -> None:
+        q = self._queue(m.queue)
+        self.vhost.bind(q, m.exchange, m.routing_key, m.arguments)
+        if not m.no_wait:
+            self.send(self._m("queue.bind-ok")())
+
+    def _queue_unbind(self, m: Any) -> None:
+        q = self._queue(m.queue)
+        self.vhost.unbind(q, m.exchange, m.routing_key, m.arguments)
+        self.send(self._m("queue.unbind-ok")())
+
+    def _queue_purge(self, m: Any) -> None:
+        count = self._queue(m.queue).purge()
+        if not m.no_wait:
+            self.send(self._m("queue.purge-ok")(message_count=count))
+
+    def _queue_delete(self, m: Any) -> None:
+        name = m.queue or self._last_queue or ""
+        count = self.vhost.delete_queue_named(
+            name, self.conn, if_unused=m.if_unused, if_empty=m.if_empty
+        )
+        if not m.no_wait:
+            self.send(self._m("queue.delete-ok")(message_count=count))
+
+    # -- basic: consuming ---------------------------------------------------------------------
+
+    def _basic_qos(self, m: Any) -> None:
+        if m.prefetch_size:
+            raise errors.NotImplemented_(f"NOT_IMPLEMENTED - prefetch_size!=0 ({m.prefetch_size})")
+        if m.global_:
+            self.channel_prefetch = m.prefetch_count
+        else:
+            self.prefetch = m.prefetch_count
+        self.send(self._m("basic.qos-ok")())
+        self.redispatch()
+
+    def _basic_consume(self, m: Any) -> None:
+        q = self._queue(m.queue)
+        tag = m.consumer_tag or _generated_tag("amq.ctag-")
+        if tag in self.consumers:
+            raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
+        priority = (m.arguments or {}).get("x-priority", 0)
+        consumer = Consumer(
+            tag,
+            q,
+            self,
+            no_ack=m.no_ack,
+            exclusive=m.exclusive,
+            priority=priority if isinstance(priority, int) else 0,
+            prefetch=self.prefetch,
+        )
+        q.add_consumer(consumer)
+        self.consumers[tag] = consumer
+        self._tag_bytes[consumer] = encode_shortstr(tag)
+        if not m.no_wait:
+            self.send(self._m("basic.consume-ok")(consumer_tag=tag))
+        q.dispatch()
+
+    def _basic_cancel(self, m: Any) -> None:
+        consumer = self.consumers.pop(m.consumer_tag, None)
+        if consumer is not None:
+            self._tag_bytes.pop(consumer, None)
+            consumer.queue.remove_consumer(consumer)
+        if not m.no_wait:
+            self.send(self._m("basic.cancel-ok")(consumer_tag=m.consumer_tag))
+
+    def _basic_get(self, m: Any) -> None:
+        q = self._queue(m.queue)
+        entry = q.get()
+        if entry is None:
+            self.send(self._m("basic.get-empty")())
+            return
+        tag = self._next_tag
+        self._next_tag += 1
+        if m.no_ack:
+            q.settle(entry)
+        else:
+            self.unacked[tag] = (None, q, entry)
+        msg = entry.message
+        get_ok = self._m("basic.get-ok")(
+            delivery_tag=tag,
+            redelivered=entry.redelivered,
+            exchange=msg.exchange,
+            routing_key=msg.routing_key,
+            message_count=q.message_count,
+        )
+        self.conn.send_content(self.id, get_ok, msg.properties, msg.body)
+
+    # -- basic: settling ----------------------------------------------------------------------
+
+    def _take_unacked(self, tag: int, multiple: bool) -> list[tuple[int, Unacked]]:
+        """Remove and return the deliveries an ack/nack/reject names, by delivery tag."""
+        unacked = self.unacked
+        if multiple:
+            tags = (
+                list(unacked)
+                if tag == 0
+                else list(itertools.takewhile(lambda t: t <= tag, unacked))
+            )
+            if not tags and tag != 0:
+                raise errors.PreconditionFailed(f"PRECONDITION_FAILED - unknown delivery tag {tag}")
+            return [(t, unacked.pop(t)) for t in tags]
+        item = unacked.pop(tag, None)
+        if item is None:
+            raise errors.PreconditionFailed(f"PRECONDITION_FAILED - unknown delivery tag {tag}")
+        return [(tag, item)]
+
+    def _release(self, items: list[Unacked]) -> set[Queue]:
+        """Return prefetch credit for settled deliveries; the queues that may now push more."""
+        queues: set[Queue] = set()
+        for consumer, queue, _ in items:
+            if consumer is not None:
+                consumer.unacked -= 1
+                self.unacked_count -= 1
+            queues.add(queue)
+        return queues
+
+    def _settle(self, action: str, items: list[Unacked]) -> None:
+        if action == "ack":
+            for _, queue, entry in items:
+                queue.settle(entry)
+        elif action == "requeue":
+            self._requeue(items)
+        else:
+            for _, queue, entry in items:
+                queue.reject(entry)
+        for queue in self._release(items):
+            queue.dispatch()
+
+    def _requeue(self, items: list[Unacked]) -> None:
+        by_queue: dict[Queue, list[QueuedMessage]] = {}
+        for _, queue, entry in items:
+            by_queue.setdefault(queue, []).append(entry)
+        if self.closed:
+            self._release(items)
+        for queue, entries in by_queue.items():
+            queue.requeue(entries)
+
+    def _settle_or_hold(self, action: str, tag: int, multiple: bool) -> None:
+        taken = self._take_unacked(tag, multiple)
+        if self.transactional:
+            self._tx_settles.extend((action, t, item) for t, item in taken)
+        else:
+            self._settle(action, [item for _, item in taken])
+
+    def _basic_ack(self, m: Any) -> None:
+        self._settle_or_hold("ack", m.delivery_tag, m.multiple)
+
+    def _basic_nack(self, m: Any) -> None:
+        self._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, m.multiple)
+
+    def _basic_reject(self, m: Any) -> None:
+        self._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, False)
+
+    def _basic_recover(self, m: Any) -> None:
+        if not m.requeue:
+            raise errors.NotImplemented_("NOT_IMPLEMENTED - requeue=false")
+        items = list(self.unacked.values())
+        self.unacked.clear()
+        self._settle("requeue", items)
+        if m.NAME == "basic.recover":
+            self.send(self._m("basic.recover-ok")())
+
+    # -- basic: publishing --------------------------------------------------------------------
+
+    def publish(self, m: Any, properties: Any, body: bytes) -> None:
+        """basic.publish with its content."""
+        if m.immediate:
+            raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
+        exchange = self.vhost.exchange(m.exchange)
+        if exchange.internal:
+            raise errors.AccessRefused(
+                f"ACCESS_REFUSED - cannot publish to internal exchange '{m.exchange}' "
+                f"in vhost '{self.vhost.name}'"
+            )
+        if not validate_expiration(properties.expiration):
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid expiration '{properties.expiration}'"
+            )
+        message = Message(m.exchange, m.routing_key, properties, body)
+        self.conn.published(len(body))
+        if self.transactional:
+            self._tx_publishes.append((exchange, message, m.mandatory))
+        else:
+            self._enqueue(exchange, message, m.mandatory)
+
+    def _enqueue(self, exchange: Exchange, message: Message, mandatory: bool) -> None:
+        queues = self.vhost.route(exchange, message.routing_key, message.headers)
+        accepted = True
+        if not queues:
+            if mandatory:
+                returned = self._m("basic.return")(
+                    reply_code=312,
+                    reply_text="NO_ROUTE",
+                    exchange=message.exchange,
+                    routing_key=message.routing_key,
+                )
+                self.conn.send_content(self.id, returned, message.properties, message.body)
+        else:
+            for q in queues:
+                if not q.publish(message):
+                    accepted = False
+        if self.confirming:
+            self._publish_seq += 1
+            if not self._confirms:
+                self.conn.confirms_pending(self)
+            self._confirms.append((self._publish_seq, accepted))
+
+    def flush_confirms(self) -> None:
+        """Send the confirms collected while reading: runs of acks as one multiple ack."""
+        confirms, self._confirms = self._confirms, []
+        ack, nack = self._m("basic.ack"), self._m("basic.nack")
+        run_start: int | None = None
+        last = 0
+        for seq, ok in confirms:
+            if ok:
+                if run_start is None:
+                    run_start = seq
+                last = seq
+                continue
+            if run_start is not None:
+                self.send(ack(delivery_tag=last, multiple=last > run_start))
+                run_start = None
+            self.send(nack(delivery_tag=seq, multiple=False, requeue=False))
+        if run_start is not None:
+            self.send(ack(delivery_tag=last, multiple=last > run_start))
+
+    def _confirm_select(self, m: Any) -> None:
+        if self.transactional:
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - cannot switch from tx to confirm mode"
+            )
+        self.confirming = True
+        if not m.no_wait:
+            self.send(self._m("confirm.select-ok")())
+
+    # -- tx -----------------------------------------------------------------------------------
+
+    def _tx_select(self, m: Method) -> None:
+        if self.confirming:
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - cannot switch from confirm to tx mode"
+            )
+        self.transactional = True
+        self.send(self._m("tx.select-ok")())
+
+    def _require_tx(self) -> None:
+        if not self.transactional:
+            raise errors.PreconditionFailed("PRECONDITION_FAILED - channel is not transactional")
+
+    def _tx_commit(self, m: Method) -> None:
+        self._require_tx()
+        publishes, self._tx_publishes = self._tx_publishes, []
+        settles, self._tx_settles = self._tx_settles, []
+        for exchange, message, mandatory in publishes:
+            self._enqueue(exchange, message, mandatory)
+        for action, _, item in settles:
+            self._settle(action, [item])
+        self.send(self._m("tx.commit-ok")())
+
+    def _tx_rollback(self, m: Method) -> None:
+        self._require_tx()
+        self._tx_publishes.clear()
+        # Rolled-back acks leave their deliveries unacknowledged, as before the ack.
+        self.unacked.update((tag, item) for _, tag, item in self._tx_settles)
+        self.unacked = dict(sorted(self.unacked.items()))
+        self._tx_settles.clear()
+        self.send(self._m("tx.rollback-ok")())
+
+
+HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
+    "channel.close": ServerChannel._channel_close,
+    "channel.close-ok": ServerChannel._channel_close_ok,
+    "channel.flow": ServerChannel._channel_flow,
+    "channel.flow-ok": ServerChannel._ignore,
+    "exchange.declare": ServerChannel._exchange_declare,
+    "exchange.delete": ServerChannel._exchange_delete,
+    "exchange.bind": ServerChannel._exchange_bind,
+    "exchange.unbind": ServerChannel._exchange_unbind,
+    "queue.declare": ServerChannel._queue_declare,
+    "queue.bind": ServerChannel._queue_bind,
+    "queue.unbind": ServerChannel._queue_unbind,
+    "queue.purge": ServerChannel._queue_purge,
+    "queue.delete": ServerChannel._queue_delete,
+    "basic.qos": ServerChannel._basic_qos,
+    "basic.consume": ServerChannel._basic_consume,
+    "basic.cancel": ServerChannel._basic_cancel,
+    "basic.get": ServerChannel._basic_get,
+    "basic.ack": ServerChannel._basic_ack,
+    "basic.nack": ServerChannel._basic_nack,
+    "basic.reject": ServerChannel._basic_reject,
+    "basic.recover": ServerChannel._basic_recover,
+    "basic.recover-async": ServerChannel._basic_recover,
+    "confirm.select": ServerChannel._confirm_select,
+    "tx.select": ServerChannel._tx_select,
+    "tx.commit": ServerChannel._tx_commit,
+    "tx.rollback": ServerChannel._tx_rollback,
+}

@@ -1,0 +1,506 @@
+"""One client connection: an asyncio Protocol feeding the sans-IO protocol layer.
+
+Output is collected per event-loop turn and written with one ``transport.write``. Reading
+stops (``pause_reading``) while the transport's write buffer is over its high watermark or
+while the broker's memory is over its watermark and this connection publishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import platform
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
+from amqp_spark.protocol.frames import FRAME_MIN_SIZE
+
+from .. import __version__
+from ..auth import MECHANISMS, parse_response
+from ..model.message import Message
+from ..model.vhost import VirtualHost
+from . import wire
+from .channel import ServerChannel
+
+if TYPE_CHECKING:
+    from .app import BrokerServer
+
+log = logging.getLogger("broker.connection")
+
+_CAPABILITIES = {
+    name: True
+    for name in (
+        "publisher_confirms",
+        "exchange_exchange_bindings",
+        "basic.nack",
+        "consumer_cancel_notify",
+        "connection.blocked",
+        "consumer_priorities",
+        "per_consumer_qos",
+        "authentication_failure_close",
+        "direct_reply_to",
+    )
+}
+#: Seconds a peer has to finish the opening handshake, and to answer our connection.close.
+HANDSHAKE_TIMEOUT = 10.0
+CLOSE_TIMEOUT = 3.0
+_LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
+
+
+class AMQPConnection(asyncio.Protocol):
+    def __init__(self, server: BrokerServer) -> None:
+        self.server = server
+        self.config = server.config
+        self.loop = server.loop
+        self.proto = Connection(role="server", supported=ALL_SPECS)
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.user: str | None = None
+        self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
+        self.channels: dict[int, ServerChannel] = {}
+        self.client_properties: dict[str, Any] = {}
+        self.heartbeat = 0
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_scheduled = False
+        self._write_paused = False
+        self._starved = False
+        self._memory_blocked = False
+        self._publisher = False
+        self._confirming: list[ServerChannel] = []
+        self._state = "header"
+        self._last_recv = self._last_send = self.loop.time()
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+
+    @property
+    def spec(self) -> Spec:
+        assert self.proto.spec is not None
+        return self.proto.spec
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.set_write_buffer_limits(high=self.config.write_buffer_high)
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.server.connections.add(self)
+        self._timer = self.loop.call_later(HANDSHAKE_TIMEOUT, self._handshake_timeout)
+        log.info("accepting AMQP connection %s", self.peer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for channel in list(self.channels.values()):
+            channel.teardown()
+        self.channels.clear()
+        if self.vhost is not None:
+            self.vhost.delete_owned_by(self)
+        self.server.connections.discard(self)
+        log.info(
+            "closed AMQP connection %s (user %s)%s", self.peer, self.user, f": {exc}" if exc else ""
+        )
+
+    def data_received(self, data: bytes) -> None:
+        self._last_recv = self.loop.time()
+        try:
+            try:
+                evs = self.proto.receive_data(data)
+            except errors.AMQPError as err:
+                self._handle_events(getattr(err, "events", []))
+                self._fail(err)
+            else:
+                self._handle_events(evs)
+            for channel in self._confirming:
+                channel.flush_confirms()
+            self._confirming.clear()
+        except Exception:
+            log.exception("internal error on connection %s", self.peer)
+            self._confirming.clear()
+            self.close(541, "INTERNAL_ERROR")
+        if self._publisher and self.server.memory.blocked:
+            self.set_memory_blocked(True)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+        log.info("connection %s: write buffer full, reading paused", self.peer)
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+        self._redispatch()
+
+    # -- output -------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._out.append(data)
+        self._out_bytes += len(data)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._out and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(b"".join(self._out))
+            self._last_send = self.loop.time()
+        self._out.clear()
+        self._out_bytes = 0
+        if self._starved and not self._write_paused:
+            self._starved = False
+            self._redispatch()
+
+    def send_method(self, channel: int, method: Method) -> None:
+        self.write(self.proto.send_method(channel, method))
+
+    def send_content(
+        self, channel: int, method: Method, properties: Properties, body: bytes
+    ) -> None:
+        self.write(self.proto.send_content(channel, method, properties, body))
+
+    def send_delivery(
+        self,
+        channel: int,
+        consumer_tag: bytes,
+        delivery_tag: int,
+        redelivered: bool,
+        message: Message,
+    ) -> None:
+        self._out_bytes += wire.deliver_frames(
+            self._out,
+            channel,
+            consumer_tag,
+            delivery_tag,
+            redelivered,
+            message,
+            self.proto.frame_max,
+        )
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    @property
+    def writable(self) -> bool:
+        """False while output is over the high watermark (consumers then get nothing)."""
+        if self._write_paused or self._closed:
+            return False
+        if self._out_bytes >= self.config.write_buffer_high:
+            self._starved = True
+            return False
+        return True
+
+    def _redispatch(self) -> None:
+        for channel in list(self.channels.values()):
+            channel.redispatch()
+
+    # -- flow control -------------------------------------------------------------------------
+
+    def published(self, size: int) -> None:
+        self._publisher = True
+
+    def confirms_pending(self, channel: ServerChannel) -> None:
+        self._confirming.append(channel)
+
+    def set_memory_blocked(self, blocked: bool) -> None:
+        """The broker's memory crossed its watermark: block (or unblock) a publisher."""
+        if blocked == self._memory_blocked or not self._publisher or self._state != "open":
+            return
+        self._memory_blocked = blocked
+        if self.client_capability("connection.blocked"):
+            if blocked:
+                self.send_method(0, self.spec.method("connection.blocked")(reason="low on memory"))
+            else:
+                self.send_method(0, self.spec.method("connection.unblocked")())
+        self._update_reading()
+        log.info(
+            "connection %s %s (memory watermark)", self.peer, "blocked" if blocked else "unblocked"
+        )
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        if self._write_paused or self._memory_blocked:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
+
+    def client_capability(self, name: str) -> bool:
+        caps = self.client_properties.get("capabilities")
+        return isinstance(caps, dict) and caps.get(name) is True
+
+    # -- events -------------------------------------------------------------------------------
+
+    def _handle_events(self, evs: list[events.Event]) -> None:
+        try:
+            for ev in evs:
+                if self._closed:
+                    return
+                self._handle_event(ev)
+        except errors.AMQPError as err:
+            self._fail(err)
+
+    def _handle_event(self, ev: events.Event) -> None:
+        if isinstance(ev, events.ContentReceived):
+            self._on_channel_method(ev.channel, ev.method, ev)
+        elif isinstance(ev, events.MethodReceived):
+            if ev.channel == 0:
+                self._on_connection_method(ev.method)
+            else:
+                self._on_channel_method(ev.channel, ev.method, None)
+        elif isinstance(ev, events.ProtocolHeaderReceived):
+            self._send_start()
+        elif isinstance(ev, events.UnsupportedProtocol):
+            log.info("connection %s: unsupported protocol header %r", self.peer, ev.header)
+            assert self.transport is not None
+            self.transport.write(ev.reply)
+            self.transport.close()
+            self._closed = True
+
+    def _on_channel_method(
+        self, channel_id: int, method: Method, content: events.ContentReceived | None
+    ) -> None:
+        if self._state != "open":
+            raise errors.ChannelError("CHANNEL_ERROR - expected 'connection.open'").with_culprit(
+                method.CLASS_ID, method.METHOD_ID
+            )
+        channel = self.channels.get(channel_id)
+        try:
+            if channel is None:
+                if method.NAME != "channel.open":
+                    return  # late, for a channel we closed: the protocol layer let it through
+                self.channels[channel_id] = ServerChannel(self, channel_id)
+                self.send_method(channel_id, self.spec.method("channel.open-ok")())
+            elif content is not None:
+                channel.publish(method, content.properties, content.body)
+            else:
+                channel.handle(method)
+        except errors.AMQPError as err:
+            if not err.class_id:
+                err.with_culprit(method.CLASS_ID, method.METHOD_ID)
+            if err.hard:
+                raise
+            log.info("connection %s channel %d error: %s", self.peer, channel_id, err)
+            if channel is not None:
+                channel.teardown()
+            close = self.spec.method("channel.close")(
+                reply_code=err.reply_code,
+                reply_text=err.reply_text,
+                class_id=err.class_id,
+                method_id=err.method_id,
+            )
+            self.send_method(channel_id, close)
+
+    def forget_channel(self, channel_id: int) -> None:
+        self.channels.pop(channel_id, None)
+
+    def _fail(self, err: errors.AMQPError) -> None:
+        log.info(
+            "connection %s error: %s (class %d method %d)",
+            self.peer,
+            err,
+            err.class_id,
+            err.method_id,
+        )
+        self.close(err.reply_code, err.reply_text, err.class_id, err.method_id)
+
+    def close(self, code: int, text: str, class_id: int = 0, method_id: int = 0) -> None:
+        """Start the connection.close handshake (or drop the socket before negotiation)."""
+        if self._closed or self.proto.closing:
+            return
+        if self.proto.spec is None or self._state == "header":
+            self.abort()
+            return
+        for channel in list(self.channels.values()):
+            channel.teardown()
+        close = self.spec.method("connection.close")(
+            reply_code=code, reply_text=text, class_id=class_id, method_id=method_id
+        )
+        self.send_method(0, close)
+        self._state = "closing"
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.loop.call_later(CLOSE_TIMEOUT, self.abort)
+
+    def abort(self) -> None:
+        self._flush()
+        if self.transport is not None:
+            self.transport.close()
+        self._closed = True
+
+    # -- connection class ---------------------------------------------------------------------
+
+    def _on_connection_method(self, method: Method) -> None:
+        handler = _CONNECTION_HANDLERS.get(method.NAME)
+        expected = _EXPECTED.get(self._state)
+        try:
+            if handler is None or (expected is not None and method.NAME not in expected):
+                raise errors.CommandInvalid(
+                    f"COMMAND_INVALID - unexpected {method.NAME} in state {self._state}"
+                ).with_culprit(method.CLASS_ID, method.METHOD_ID)
+            handler(self, method)
+        except errors.AMQPError as err:
+            if not err.class_id:
+                err.with_culprit(method.CLASS_ID, method.METHOD_ID)
+            self._fail(err)
+
+    def _send_start(self) -> None:
+        self._state = "start"
+        version = self.spec.version
+        start = self.spec.method("connection.start")(
+            version_major=version[0],
+            version_minor=version[1],
+            server_properties={
+                "product": "amqp-spark broker",
+                "version": __version__,
+                "platform": f"Python {platform.python_version()}",
+                "copyright": "amqp-spark contributors",
+                "information": "https://www.rabbitmq.com/amqp-0-9-1-reference.html",
+                "cluster_name": "amqp-spark",
+                "capabilities": dict(_CAPABILITIES),
+            },
+            mechanisms=" ".join(MECHANISMS).encode(),
+            locales=b"en_US",
+        )
+        self.send_method(0, start)
+
+    def _start_ok(self, m: Any) -> None:
+        self.client_properties = m.client_properties or {}
+        mechanism = m.mechanism
+        credentials = parse_response(mechanism, m.response) if mechanism in MECHANISMS else None
+        user = self.server.config.users.get(credentials[0]) if credentials else None
+        refused: str | None = None
+        if credentials is None:
+            refused = (
+                f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}"
+            )
+        elif user is None or not user.authenticate(credentials[1]):
+            refused = (
+                f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}. "
+                "For details see the broker logfile."
+            )
+        elif user.name in self.config.loopback_users and not self.peer.startswith(
+            _LOOPBACK_PREFIXES
+        ):
+            refused = (
+                f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}. "
+                "For details see the broker logfile."
+            )
+            log.info("connection %s: user %r may connect from loopback only", self.peer, user.name)
+        if refused is not None:
+            log.info(
+                "connection %s: login refused for user %r (%s)",
+                self.peer,
+                credentials[0] if credentials else None,
+                mechanism,
+            )
+            if self.client_capability("authentication_failure_close"):
+                raise errors.AccessRefused(refused)
+            self.abort()
+            return
+        assert user is not None
+        self.user = user.name
+        self._state = "tune"
+        tune = self.spec.method("connection.tune")(
+            channel_max=self.config.channel_max,
+            frame_max=self.config.frame_max,
+            heartbeat=self.config.heartbeat,
+        )
+        self.send_method(0, tune)
+
+    def _tune_ok(self, m: Any) -> None:
+        cfg = self.config
+        channel_max = m.channel_max or cfg.channel_max
+        frame_max = m.frame_max or cfg.frame_max
+        if channel_max > cfg.channel_max:
+            raise errors.NotAllowed(
+                f"NOT_ALLOWED - negotiated channel_max = {channel_max} is higher than the maximum "
+                f"allowed value ({cfg.channel_max})"
+            )
+        if frame_max > cfg.frame_max or frame_max < FRAME_MIN_SIZE:
+            raise errors.NotAllowed(
+                f"NOT_ALLOWED - frame_max={frame_max} outside {FRAME_MIN_SIZE}..{cfg.frame_max}"
+            )
+        self.proto.channel_max = channel_max
+        self.proto.frame_max = frame_max
+        self.heartbeat = m.heartbeat
+        self._state = "open-wait"
+
+    def _open(self, m: Any) -> None:
+        name = m.virtual_host
+        vhost = self.server.vhosts.get(name)
+        user = self.config.users[self.user or ""]
+        if vhost is None:
+            raise errors.NotAllowed(f"NOT_ALLOWED - vhost {name} not found")
+        if name not in user.vhosts:
+            raise errors.NotAllowed(
+                f"NOT_ALLOWED - access to vhost '{name}' refused for user '{user.name}'"
+            )
+        self.vhost = vhost
+        self._state = "open"
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.heartbeat:
+            self._timer = self.loop.call_later(self.heartbeat / 2, self._heartbeat_tick)
+        self.send_method(0, self.spec.method("connection.open-ok")())
+        log.info("connection %s: user %r opened vhost %r", self.peer, self.user, name)
+
+    def _close(self, m: Any) -> None:
+        log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
+        for channel in list(self.channels.values()):
+            channel.teardown()
+        self.send_method(0, self.spec.method("connection.close-ok")())
+        self.abort()
+
+    def _close_ok(self, m: Method) -> None:
+        self.abort()
+
+    def _update_secret(self, m: Method) -> None:
+        self.send_method(0, self.spec.method("connection.update-secret-ok")())
+
+    def _ignore(self, m: Method) -> None:
+        pass
+
+    # -- timers -------------------------------------------------------------------------------
+
+    def _handshake_timeout(self) -> None:
+        log.info("connection %s: handshake timed out", self.peer)
+        self.abort()
+
+    def _heartbeat_tick(self) -> None:
+        now = self.loop.time()
+        interval = self.heartbeat
+        reading = not (self._write_paused or self._memory_blocked)
+        if reading and now - self._last_recv > 2 * interval:
+            log.info(
+                "connection %s: missed heartbeats from client, timeout: %ds", self.peer, interval
+            )
+            self.abort()
+            return
+        if now - self._last_send >= interval / 2:
+            self.write(self.proto.send_heartbeat())
+        self._timer = self.loop.call_later(interval / 2, self._heartbeat_tick)
+
+
+_CONNECTION_HANDLERS: dict[str, Callable[[AMQPConnection, Any], None]] = {
+    "connection.start-ok": AMQPConnection._start_ok,
+    "connection.tune-ok": AMQPConnection._tune_ok,
+    "connection.open": AMQPConnection._open,
+    "connection.close": AMQPConnection._close,
+    "connection.close-ok": AMQPConnection._close_ok,
+    "connection.update-secret": AMQPConnection._update_secret,
+    "connection.blocked": AMQPConnection._ignore,
+    "connection.unblocked": AMQPConnection._ignore,
+}
+#: The connection methods a state accepts (states not listed accept any).
+_EXPECTED = {
+    "start": {"connection.start-ok", "connection.close"},
+    "tune": {"connection.tune-ok", "connection.close"},
+    "open-wait": {"connection.open", "connection.close"},
+    "closing": {"connection.close", "connection.close-ok"},
+}
