@@ -142,9 +142,9 @@ class Journal:
                         self._liveness.acked(acked)
                 if token is not None:
                     tokens.append(token)
+            self._delete_dead_segments()
             if tokens:
                 self._listener.committed(tokens)
-            self._delete_dead_segments()
 
     def _write(self, data: bytes) -> None:
         if self._size >= self._segment_size:

@@ -1,0 +1,53 @@
+"""The process the crash tests kill -9: publishes persistent messages to several durable
+queues through the journal (and acks some), printing each confirm and each durable ack.
+
+    python -m tests.store.crash_writer DATA_DIR QUEUE_ID... [--ack]
+
+Prints ``C <queue id> <seq>`` once a publish is on disk, ``A <queue id> <seq>`` once an ack
+is; message bodies are ``<seq>``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+
+from broker.store import Store, StoreError
+from tests.store.messages import persistent
+
+
+class PrintingListener:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def committed(self, tokens: list[object]) -> None:
+        lines = "".join(f"{kind} {q} {seq}\n" for kind, q, seq in tokens)  # type: ignore[misc]
+        sys.stdout.write(lines)
+        sys.stdout.flush()
+
+    def failed(self, tokens: list[object], error: StoreError) -> None:
+        sys.stdout.write(f"FAILED {error}\n")
+        sys.stdout.flush()
+
+
+def main() -> None:
+    data_dir = Path(sys.argv[1])
+    queue_ids = [int(a) for a in sys.argv[2:] if a != "--ack"]
+    ack = "--ack" in sys.argv
+    store = Store.open(data_dir)
+    journal = store.start(PrintingListener(), segment_size=256 * 1024)
+    published: dict[int, list[tuple[int, int]]] = {q: [] for q in queue_ids}
+    for seq in range(10_000_000):  # bounded; the test kills the process long before
+        for q in queue_ids:
+            msg_id = journal.publish([q], persistent(b"%d" % seq), token=("C", q, seq))
+            published[q].append((seq, msg_id))
+        if ack and seq % 7 == 6:
+            for q in queue_ids:  # ack the oldest few, like a consumer behind the publisher
+                done, published[q] = published[q][:5], published[q][5:]
+                for s, msg_id in done:
+                    journal.ack(q, [msg_id], token=("A", q, s))
+
+
+if __name__ == "__main__":
+    main()
