@@ -1,0 +1,42 @@
+"""Small helpers shared by the broker tests."""
+
+from __future__ import annotations
+
+import time
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel
+
+
+def drain(connection: pika.BlockingConnection, channel: BlockingChannel, queue: str,
+          expected: int, timeout: float = 5.0, **consume_kwargs: object) -> list[bytes]:
+    """Consume (with auto-ack) until ``expected`` bodies arrived or ``timeout`` passed."""
+    bodies: list[bytes] = []
+    tag = channel.basic_consume(
+        queue, lambda ch, m, p, body: bodies.append(body), auto_ack=True, **consume_kwargs
+    )
+    deadline = time.monotonic() + timeout
+    while len(bodies) < expected and time.monotonic() < deadline:
+        connection.process_data_events(0.05)
+    channel.basic_cancel(tag)
+    return bodies
+
+
+def get_all(channel: BlockingChannel, queue: str, limit: int = 1000) -> list[bytes]:
+    """basic.get with auto-ack until the queue is empty."""
+    bodies = []
+    for _ in range(limit):
+        _, _, body = channel.basic_get(queue, auto_ack=True)
+        if body is None:
+            break
+        bodies.append(body)
+    return bodies
+
+
+def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
