@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
+from typing import cast
 
 from broker.store import Store, StoreError
 from tests.store.messages import persistent
@@ -22,7 +23,7 @@ class PrintingListener:
         self.lock = threading.Lock()
 
     def committed(self, tokens: list[object]) -> None:
-        lines = "".join(f"{kind} {q} {seq}\n" for kind, q, seq in tokens)  # type: ignore[misc]
+        lines = "".join("{} {} {}\n".format(*cast(tuple[str, int, int], t)) for t in tokens)
         sys.stdout.write(lines)
         sys.stdout.flush()
 

@@ -8,6 +8,7 @@ import logging
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -182,13 +183,13 @@ def test_a_full_disk_fails_the_unwritten_publishes_and_keeps_the_confirmed(tmpfs
             listener.wait_for(i + 1)
     assert listener.error is not None and "Free disk space" in listener.error.advice
     assert str(data_dir / "journal") in str(listener.error)
-    confirmed = list(listener.committed_tokens)
+    confirmed = [cast(int, token) for token in listener.committed_tokens]
     assert listener.failed_tokens and not set(listener.failed_tokens) & set(confirmed)
     store.close()
 
     store = Store.open(data_dir)
     try:
         recovered = recovered_bodies(store, queue_id)
-        assert recovered == [body + b"%d" % i for i in confirmed]  # type: ignore[str-bytes-safe]
+        assert recovered == [body + b"%d" % i for i in confirmed]
     finally:
         store.close()

@@ -25,7 +25,7 @@ def run_and_kill(data_dir: Path, queue_ids: list[int], ack: bool, confirms: int)
     args += [str(q) for q in queue_ids] + (["--ack"] if ack else [])
     proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
-    lines = []
+    lines: list[str] = []
     deadline = time.monotonic() + 60
     while len(lines) < confirms and time.monotonic() < deadline:
         line = proc.stdout.readline()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import cast
 
 from broker.store import Store
 from tests.store.conftest import declare_queues
@@ -69,7 +70,7 @@ def test_concurrent_publishes_share_fsyncs(data_dir: Path) -> None:
         t.join()
     listener.wait_for(8 * per_thread)
     store.close()
-    assert sorted(listener.committed_tokens) == [
+    assert sorted(cast(list[tuple[int, int]], listener.committed_tokens)) == [
         (n, i) for n in range(8) for i in range(per_thread)
     ]
     assert listener.groups < 8 * per_thread / 4
