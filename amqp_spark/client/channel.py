@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -444,8 +443,7 @@ class Channel:
         return self._properties(**properties)
 
     def _write_publishes(self, data: bytes, count: int) -> range:
-        deadline = time.monotonic() + self.timeout
-        self.connection._wait_unblocked(deadline)
+        self.connection._wait_unblocked()
         with self._cond:
             if not self._cond.wait_for(lambda: self._may_publish(count), self.timeout):
                 raise ClientTimeout(

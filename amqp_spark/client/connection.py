@@ -310,14 +310,13 @@ class Connection:
         if self._error is not None:
             raise self._error
 
-    def _wait_unblocked(self, deadline: float) -> None:
-        """Block a publisher while the server has the connection blocked."""
+    def _wait_unblocked(self) -> None:
+        """Hold a publisher (at most ``blocked_timeout``) while the server blocks us."""
         if not self.blocked:
             return
         with self._state:
             self._state.wait_for(
-                lambda: not self.blocked or self._error is not None,
-                max(0.0, deadline - time.monotonic()),
+                lambda: not self.blocked or self._error is not None, self.blocked_timeout
             )
             self._check_open()
             if self.blocked:

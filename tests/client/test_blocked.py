@@ -1,0 +1,92 @@
+"""connection.blocked (RabbitMQ's resource alarms): publishers wait while the server blocks
+the connection, with a timeout, and go on once it unblocks.
+
+The alarm is raised on a private RabbitMQ node with ``rabbitmqctl
+set_vm_memory_high_watermark``; the shared ``rabbitmq_url`` node is left alone so that an
+alarm cannot leak into other tests.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from amqp_spark.client import ClientTimeout, connect
+from amqp_spark.protocol import SPEC_0_9_1
+from tests.client.conftest import message_count
+from tests.support.rabbitmq import RabbitMQNode, find_server_scripts
+
+pytestmark = [
+    pytest.mark.rabbitmq,
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(
+        not SPEC_0_9_1.has_method("connection.blocked"),
+        reason="the protocol layer's 0-9-1 spec lacks RabbitMQ's connection.blocked/unblocked "
+        "(class 10, methods 60/61), so the client cannot announce the capability",
+    ),
+]
+
+
+class AlarmedNode:
+    def __init__(self, node: RabbitMQNode) -> None:
+        self.node = node
+
+    def set_memory_watermark(self, fraction: str) -> None:
+        subprocess.run(
+            [
+                str(self.node.scripts / "rabbitmqctl"),
+                "-n",
+                self.node.nodename,
+                "set_vm_memory_high_watermark",
+                fraction,
+            ],
+            env=self.node.environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[AlarmedNode]:
+    scripts = find_server_scripts()
+    if scripts is None:
+        pytest.skip("rabbitmq-server is not installed: no private node to raise an alarm on")
+    with RabbitMQNode(scripts) as n:
+        yield AlarmedNode(n)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+def test_publishers_wait_while_blocked_and_resume_when_unblocked(node: AlarmedNode) -> None:
+    with connect(node.node.url) as conn, conn.channel() as ch:
+        queue = ch.queue_declare("", exclusive=True).queue
+        ch.confirm_select()
+        node.set_memory_watermark("0.0000001")
+        try:
+            ch.basic_publish("", queue, b"triggers the block")
+            assert wait_until(lambda: conn.blocked)
+            conn.blocked_timeout = 0.5
+            with pytest.raises(ClientTimeout, match="blocked"):
+                ch.basic_publish("", queue, b"must wait")
+            conn.blocked_timeout = 30
+            threading.Timer(1.0, node.set_memory_watermark, ("0.4",)).start()
+            began = time.monotonic()
+            ch.basic_publish("", queue, b"after the alarm")
+            assert time.monotonic() - began >= 0.5
+            assert not conn.blocked
+        finally:
+            node.set_memory_watermark("0.4")
+        ch.wait_for_confirms()
+        assert message_count(ch, queue) == 2
