@@ -1,0 +1,59 @@
+"""``AMQPDataSource``: the PySpark Data Source named ``amqp``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.types import StructType
+
+from amqp_spark.schema import DDL
+
+if TYPE_CHECKING:
+    from amqp_spark.source.options import SourceOptions
+
+
+class AMQPDataSource(DataSource):
+    """Reads AMQP queues as streaming or batch DataFrames; writes DataFrames to exchanges.
+
+    The schema is fixed (see ``amqp_spark.schema``). Source options are parsed and checked
+    when a reader is made: at ``load()`` for batch reads, at ``start()`` for streams.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "amqp"
+
+    def schema(self) -> str:
+        return DDL
+
+    def _source_options(self) -> SourceOptions:
+        from amqp_spark.source.options import SourceOptions
+
+        return SourceOptions.parse(self.options)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        from amqp_spark.source.batch import AMQPBatchReader
+
+        return AMQPBatchReader(self._source_options())
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from amqp_spark.source.stream_reader import AMQPStreamReader
+
+        return AMQPStreamReader(self._source_options())
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from amqp_spark.sink import make_batch_writer
+
+        return make_batch_writer(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from amqp_spark.sink import make_stream_writer
+
+        return make_stream_writer(self.options, schema)

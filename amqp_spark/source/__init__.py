@@ -1,0 +1,1 @@
+"""The reading side of the ``amqp`` Data Source (imports pyspark/pyarrow only where needed)."""

@@ -1,0 +1,112 @@
+"""The batch reader: ``spark.read.format("amqp")``.
+
+* Stream queues: one range per queue from ``startingOffsets`` (default ``first`` in a batch
+  read... see ``BATCH_DEFAULT_START``) to ``endingOffsets``, read by executors like a
+  streaming batch: reading twice returns the same rows.
+* Classic queues: each queue is drained by one task, up to the number of messages the queue
+  held at planning (and at most ``maxMessagesPerTrigger``). What was read is then either
+  requeued (``ackBatchReads=false``, the default: the read is a non-destructive peek, the
+  messages come back with ``redelivered=true``) or acked (``ackBatchReads=true``: the read
+  consumes them). The ack is sent after the task has handed over its last row; a task that
+  fails before that acks nothing (its connection closes and the broker requeues).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+
+from amqp_spark.offsets import StreamOffset
+from amqp_spark.source.arrow import to_record_batch
+from amqp_spark.source.connecting import connect_with_retry
+from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
+from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
+
+
+class AMQPBatchReader(DataSourceReader):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+
+    def partitions(self) -> list[InputPartition]:
+        if self.options.is_stream:
+            return list(self._stream_ranges())
+        return self._queue_drains()
+
+    def _stream_ranges(self) -> list[StreamRangePartition]:
+        tails = StreamTails(self.options)
+        try:
+            start = tails.initial()
+            ends = tails.ends()
+        finally:
+            tails.close()
+        wanted = self.options.ending_offsets
+        end = StreamOffset(
+            {
+                q: min(wanted.get(q, e), e) if isinstance(wanted, dict) else e
+                for q, e in ends.items()
+            }
+        )
+        return plan_ranges(self.options, start, end)
+
+    def _queue_drains(self) -> list[InputPartition]:
+        opts = self.options
+        conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "batch planner")
+        try:
+            ch = conn.channel()
+            depths = {q: ch.queue_declare(q, passive=True).message_count for q in opts.queues}
+        finally:
+            conn.close()
+        cap = opts.max_messages_per_trigger
+        return [
+            QueueDrainPartition(
+                uri=opts.uri,
+                queue=queue,
+                count=depth if cap is None else min(depth, cap),
+                ack=opts.ack_batch_reads,
+                prefetch=opts.prefetch,
+                poll_timeout=opts.poll_timeout,
+                max_reconnect_attempts=opts.max_reconnect_attempts,
+            )
+            for queue, depth in depths.items()
+            if depth
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, StreamRangePartition):
+            yield from read_range(partition)
+        elif isinstance(partition, QueueDrainPartition):
+            yield from drain_queue(partition)
+
+
+def drain_queue(part: QueueDrainPartition) -> Iterator[pa.RecordBatch]:
+    """Up to ``count`` messages of a classic queue; stops early when the queue stays quiet
+    for ``pollTimeoutMs`` (another consumer took some). Then acks or requeues them all."""
+    conn = connect_with_retry(part.uri, part.max_reconnect_attempts, "batch queue reader")
+    try:
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=part.prefetch)
+        ch.basic_consume(part.queue)
+        pending, taken, last_tag = [], 0, 0
+        while taken < part.count:
+            d = ch.next_delivery(timeout=part.poll_timeout)
+            if d is None:
+                break
+            batch = [d, *ch.drain_deliveries(max_count=part.count - taken - 1)]
+            pending.extend(batch)
+            taken += len(batch)
+            last_tag = batch[-1].delivery_tag
+            if len(pending) >= ROWS_PER_RECORD_BATCH:
+                yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=False)
+                pending = []
+        if pending:
+            yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=False)
+        if last_tag:
+            if part.ack:
+                ch.basic_ack(last_tag, multiple=True)
+            else:
+                ch.basic_nack(last_tag, multiple=True, requeue=True)
+    finally:
+        conn.close()

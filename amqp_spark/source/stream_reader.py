@@ -1,0 +1,172 @@
+"""The streaming reader Spark drives: ``spark.readStream.format("amqp")``.
+
+One object lives in the query run's long-lived source runner process (every method but
+``read``); ``read`` runs on executors on a fresh copy that holds nothing but the options.
+
+Acks of classic queues and Spark's deferred commit: Spark calls ``commit(end of batch N)``
+only when it plans batch N+1, so with an idle stream, or at the end of an AvailableNow or
+once run, a committed batch would stay unacked until the next run. But Spark calls
+``latestOffset(start)`` only once every batch up to ``start`` is done and written to the
+commit log (a batch that failed is replanned through ``partitions`` without it), also once
+more after the last batch of an AvailableNow run. So ``latestOffset`` acks up to ``start``
+first: acks go out within a trigger interval of Spark's commit, idle or not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from amqp_spark.offsets import ClassicOffset, StreamOffset
+from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
+from amqp_spark.source.classic import ClassicConsumers, Limits
+from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.partitions import ArrowPartition, StreamRangePartition
+from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
+
+
+class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, options: SourceOptions) -> None:
+        self.options = options
+        # Opened lazily in the runner: a reader holding a socket cannot be pickled.
+        self._classic: ClassicConsumers | None = None
+        self._streams: StreamTails | None = None
+        self._available_now = False
+        self._sigterm_installed = False
+
+    # -- runner-side state --------------------------------------------------------------------
+
+    def _state(self) -> ClassicConsumers | StreamTails:
+        if not self._sigterm_installed:
+            self._install_sigterm_handler()
+        if self.options.is_stream:
+            if self._streams is None:
+                self._streams = StreamTails(self.options)
+            return self._streams
+        if self._classic is None:
+            self._classic = ClassicConsumers(self.options)
+        return self._classic
+
+    def _install_sigterm_handler(self) -> None:
+        """Spark ends a query run by SIGTERM to this process, not by ``stop()``: close the
+        connection cleanly then, and let the previous handler (or the default) finish."""
+        self._sigterm_installed = True
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            self.stop()
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        # Outside the main thread there is nothing to hook (stop() still closes).
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _limits(self, limit: ReadLimit) -> Limits:
+        """Spark's limit for this batch combined with the options (Spark passes one limit
+        only; the other option still applies). ReadAllAvailable (once runs) lifts both."""
+        if isinstance(limit, ReadAllAvailable):
+            return Limits()
+        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        size = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
+        return Limits(
+            max_rows=rows if rows is not None else self.options.max_messages_per_trigger,
+            max_bytes=size if size is not None else self.options.max_bytes_per_trigger,
+        )
+
+    # -- Spark's streaming source API ---------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        state = self._state()
+        if isinstance(state, StreamTails):
+            return state.initial().to_dict()
+        return state.start_offset().to_dict()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.max_messages_per_trigger is not None:
+            return ReadMaxRows(self.options.max_messages_per_trigger)
+        if self.options.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(self.options.max_bytes_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
+        state = self._state()
+        if isinstance(state, StreamTails):
+            state.limit_to_current_end()
+        else:
+            state.limit_to_current_depth()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        state = self._state()
+        if isinstance(state, StreamTails):
+            return state.latest(StreamOffset.from_dict(start), self._limits(limit)).to_dict()
+        begin = ClassicOffset.from_dict(start)
+        state.ack_through(begin)  # every batch up to `start` is in Spark's commit log
+        wait = self._available_now or isinstance(limit, ReadAllAvailable)
+        return state.latest(begin, self._limits(limit), wait=wait).to_dict()
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """What lastProgress shows as the source's latestOffset: where each queue ends as
+        far as the source knows, or (classic) per queue the messages ready on the broker and
+        those received but not yet acked."""
+        if self._streams is not None:
+            return {"kind": "stream", "queues": self._streams.report()}
+        if self._classic is not None:
+            return {"kind": "classic", "messagesWaiting": self._classic.waiting()}
+        return None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        state = self._state()
+        if isinstance(state, StreamTails):
+            return list(
+                plan_ranges(
+                    self.options, StreamOffset.from_dict(start), StreamOffset.from_dict(end)
+                )
+            )
+        taken = list(state.batch(ClassicOffset.from_dict(start), ClassicOffset.from_dict(end)))
+        size = self.options.rows_per_partition
+        return [
+            ArrowPartition(
+                serialize(
+                    to_record_batch(
+                        [d for _, d in taken[i : i + size]],
+                        [q for q, _ in taken[i : i + size]],
+                        with_offsets=False,
+                    )
+                )
+            )
+            for i in range(0, len(taken), size)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, StreamRangePartition):
+            yield from read_range(partition)
+        elif isinstance(partition, ArrowPartition):
+            yield from deserialize(partition.ipc)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if self._classic is not None:
+            self._classic.ack_through(ClassicOffset.from_dict(end))
+
+    def stop(self) -> None:
+        for state in (self._classic, self._streams):
+            if state is not None:
+                state.close()

@@ -1,0 +1,248 @@
+"""Stream queues: positions on the driver, offset ranges read by the executors.
+
+A stream queue keeps its messages, so a batch is a range of offsets per queue that any
+executor can read again: each task opens its own consumer at the range's start
+(``x-stream-offset``; RabbitMQ requires a prefetch and manual acks, which only give credit)
+and stops at the range's end. Replaying a range returns the same messages: exactly-once
+replay, for sinks that are idempotent per batch.
+
+How the driver learns where a stream ends, cheaply. AMQP 0-9-1 has no "stream length"
+call and ``queue.declare-ok`` does not report it for streams. The driver therefore keeps
+one *tail* consumer per stream, started at ``x-stream-offset=last`` (the first message of
+the stream's last chunk), and follows it: every delivery carries its offset in the
+``x-stream-offset`` header and the next offset to read is the highest seen plus one. This
+costs one extra copy of each message to the driver (acked at once, never buffered) but no
+round trip per trigger: ``latestOffset`` answers from what the tail has seen.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from amqp_spark.offsets import StreamOffset
+from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
+from amqp_spark.source.classic import Limits
+from amqp_spark.source.connecting import connect_with_retry
+from amqp_spark.source.options import SourceOptions, StartSpec
+from amqp_spark.source.partitions import StreamRangePartition
+
+if TYPE_CHECKING:
+    from amqp_spark.client import Channel, Connection, Delivery
+
+#: Rows per record batch an executor yields while reading a range.
+ROWS_PER_RECORD_BATCH = 10_000
+#: The tail is "settled" once no delivery came for this long (end of the last chunk).
+SETTLE_SECONDS = 0.3
+
+
+class StreamTails:
+    """The driver's view of where each stream queue ends."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._lock = threading.RLock()
+        self._conn: Connection | None = None
+        self._tails: dict[str, Channel] = {}
+        self._next: dict[str, int] = {}  #: queue -> next offset (known once something was seen)
+        self._bytes = self._count = 0  #: for an average message size (maxBytesPerTrigger)
+        self._target: dict[str, int] | None = None  #: AvailableNow: never read past this
+
+    def _ensure_open(self) -> None:
+        if self._conn is not None and self._conn.is_open:
+            return
+        self._conn = None
+        opts = self._options
+        conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "stream positions")
+        tails = {}
+        try:
+            for queue in opts.queues:
+                ch = conn.channel()
+                ch.basic_qos(prefetch_count=opts.prefetch)
+                ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: "last"})
+                tails[queue] = ch
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._tails = conn, tails
+        self._settle()
+
+    def _follow(self) -> int:
+        """Take in what the tails received; never blocks. Returns how many."""
+        from amqp_spark.client import ClientError
+
+        seen = 0
+        try:
+            for queue, ch in self._tails.items():
+                deliveries = ch.drain_deliveries(max_count=100_000)
+                for d in deliveries:
+                    offset = stream_offset_of(d)
+                    if offset is not None and offset >= self._next.get(queue, 0):
+                        self._next[queue] = offset + 1
+                    self._bytes += len(d.body)
+                if deliveries:
+                    ch.basic_ack(deliveries[-1].delivery_tag, multiple=True)
+                    seen += len(deliveries)
+            self._count += seen
+        except ClientError:
+            self._conn = None  # reopened (and re-settled) by the next _ensure_open()
+        return seen
+
+    def _settle(self) -> None:
+        """Follow until nothing arrives for a moment: the tail then knows the end of the
+        stream as it was when consuming started (bounded by ``pollTimeoutMs`` overall)."""
+        deadline = time.monotonic() + max(self._options.poll_timeout, SETTLE_SECONDS)
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if self._follow():
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since >= SETTLE_SECONDS:
+                return
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+
+    # -- offsets ------------------------------------------------------------------------------
+
+    def ends(self) -> dict[str, int]:
+        """Per queue, the next offset to be written (0 for a stream never seen to hold one)."""
+        with self._lock:
+            self._ensure_open()
+            self._follow()
+            ends = {q: self._next.get(q, 0) for q in self._options.queues}
+            if self._target is not None:
+                ends = {q: min(ends[q], self._target[q]) for q in ends}
+            return ends
+
+    def limit_to_current_end(self) -> None:
+        """AvailableNow: never read past where the streams end now."""
+        with self._lock:
+            self._target = None
+            self._ensure_open()
+            self._settle()
+            self._target = {q: self._next.get(q, 0) for q in self._options.queues}
+
+    def initial(self) -> StreamOffset:
+        """Where a query without a checkpoint starts, per ``startingOffsets``."""
+        ends = self.ends()
+        return StreamOffset(
+            {q: self._resolve(q, self._options.start_spec(q), ends[q]) for q in ends}
+        )
+
+    def _resolve(self, queue: str, spec: StartSpec, end: int) -> int:
+        if isinstance(spec, int):
+            return min(spec, end)
+        if spec == "next":
+            return end
+        if spec == "last":
+            return max(end - 1, 0)
+        found = self._probe(queue, spec)  # "first" or a timestamp
+        return end if found is None else min(found, end)
+
+    def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
+        """The offset of the first delivery a consumer at ``spec`` gets (None: none came)."""
+        assert self._conn is not None
+        ch = self._conn.channel()
+        try:
+            ch.basic_qos(prefetch_count=1)
+            ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: spec})
+            d = ch.next_delivery(timeout=self._options.poll_timeout)
+            return None if d is None else stream_offset_of(d)
+        finally:
+            ch.close()
+
+    def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
+        """The end of the next batch: what the tails have seen, within the limits (bytes
+        are estimated from the average message size seen)."""
+        ends = self.ends()
+        room = limits.max_rows
+        if limits.max_bytes is not None and self._count:
+            by_bytes = max(1, limits.max_bytes * self._count // max(self._bytes, 1))
+            room = by_bytes if room is None else min(room, by_bytes)
+        positions = {}
+        for queue in self._options.queues:
+            begin = start.positions.get(queue, ends[queue])
+            take = max(ends[queue] - begin, 0)
+            if room is not None:
+                take = min(take, room)
+                room -= take
+            positions[queue] = begin + take
+        return StreamOffset(positions)
+
+    def report(self) -> dict[str, int]:
+        with self._lock:
+            return {q: self._next.get(q, 0) for q in self._options.queues}
+
+
+def plan_ranges(
+    options: SourceOptions, start: StreamOffset, end: StreamOffset
+) -> list[StreamRangePartition]:
+    """The partitions of a batch: each queue's range cut into ``rowsPerPartition`` pieces."""
+    parts = []
+    for queue in options.queues:
+        begin, stop = (
+            start.positions.get(queue, end.positions.get(queue, 0)),
+            end.positions.get(queue, 0),
+        )
+        for first in range(begin, stop, options.rows_per_partition):
+            parts.append(
+                StreamRangePartition(
+                    uri=options.uri,
+                    queue=queue,
+                    start=first,
+                    end=min(first + options.rows_per_partition, stop),
+                    prefetch=options.prefetch,
+                    poll_timeout=options.poll_timeout,
+                    max_reconnect_attempts=options.max_reconnect_attempts,
+                )
+            )
+    return parts
+
+
+def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
+    """The messages at offsets ``[start, end)`` of a stream queue, as record batches.
+
+    Fails (never hangs) when the stream stops delivering before ``end``: offsets below the
+    end were seen by the driver, so they must come; a silence of ``pollTimeoutMs`` x 10
+    means the stream was truncated or the broker is unwell.
+    """
+    conn = connect_with_retry(part.uri, part.max_reconnect_attempts, "stream range reader")
+    try:
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=part.prefetch)
+        ch.basic_consume(part.queue, arguments={STREAM_OFFSET_HEADER: part.start})
+        pending: list[Delivery] = []
+        last, unacked, ack_every = part.start - 1, 0, max(1, part.prefetch // 2)
+        while last < part.end - 1:
+            d = ch.next_delivery(timeout=part.poll_timeout * 10)
+            if d is None:
+                raise TimeoutError(
+                    f"amqp source: stream queue {part.queue!r} stopped delivering at offset "
+                    f"{last + 1} before the end of the planned range [{part.start}, {part.end})"
+                )
+            unacked += 1
+            if unacked >= ack_every:  # acks on a stream only give credit
+                ch.basic_ack(d.delivery_tag, multiple=True)
+                unacked = 0
+            offset = stream_offset_of(d)
+            if offset is None or offset < part.start:
+                continue  # a chunk starts before the asked offset
+            last = offset
+            if offset < part.end:
+                pending.append(d)
+            if len(pending) >= ROWS_PER_RECORD_BATCH:
+                yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=True)
+                pending = []
+        if pending:
+            yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=True)
+    finally:
+        conn.close()
