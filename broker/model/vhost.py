@@ -232,8 +232,11 @@ class VirtualHost:
         """``owner`` is the declaring connection (it owns the queue if ``exclusive``)."""
         arguments = arguments or {}
         if passive:
-            return self.queue(name, owner)
-        if not name:
+            q = self.queue(name, owner)
+            q.touch()
+            return q
+        server_named = not name
+        if server_named:
             name = "amq.gen-" + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
         existing = self.queues.get(name)
         if existing is not None:
@@ -241,7 +244,7 @@ class VirtualHost:
             self._check_equivalent(q, durable, exclusive, auto_delete, arguments)
             q.touch()
             return q
-        if name.startswith("amq."):
+        if name.startswith("amq.") and not server_named:
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - queue name '{name}' contains reserved prefix 'amq.*'"
             )

@@ -1,0 +1,383 @@
+"""A stream queue (``x-queue-type=stream``) as RabbitMQ 3.10 runs one over AMQP 0-9-1.
+
+Messages are appended to a ``SegmentedLog`` and never removed by consumers: each consumer
+has its own cursor (the next offset it gets), starts where its ``x-stream-offset`` says,
+and reads at its own pace. Acks only return credit (the consumer's prefetch); basic.get,
+nack, reject, purge, no-ack consumers, global qos and the classic-queue arguments are
+refused with RabbitMQ's errors. Like RabbitMQ, delivery goes a chunk at a time: when a
+consumer has credit, the whole next chunk is delivered even if that overdraws its credit.
+
+Publishes are buffered and appended as one chunk per batch (``flush``), which the server
+must call before it sends the confirms of those publishes; a fallback timer flushes on the
+next turn of the event loop otherwise. An appended chunk is written to the OS, so it
+survives a kill -9 of the broker; like RabbitMQ's streams it is not fsynced per confirm
+(segments are fsynced when sealed and when the queue closes).
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+import urllib.parse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from amqp_spark.protocol import errors
+
+from ..model.message import Message, QueuedMessage
+from ..model.queues import Consumer, Queue
+from ..store.message_codec import decode_message, encode_message
+from .log import SegmentedLog, now_ms
+from .offset_spec import (
+    CrashesRabbitMQ,
+    InvalidInterval,
+    InvalidOffsetSpec,
+    OffsetSpec,
+    interval_ms,
+    parse_offset_spec,
+)
+
+if TYPE_CHECKING:
+    from ..model.vhost import VirtualHost
+
+#: Records per chunk at most: a consumer's credit is overdrawn by less than this.
+MAX_CHUNK_RECORDS = 128
+#: RabbitMQ refuses a larger ``x-stream-max-segment-size-bytes``.
+MAX_SEGMENT_BYTES_LIMIT = 3_000_000_000
+#: The queue arguments RabbitMQ 3.10 knows; a stream accepts only ``_STREAM_ARGS`` of them.
+_KNOWN_QUEUE_ARGS = frozenset(
+    {
+        "x-expires",
+        "x-message-ttl",
+        "x-dead-letter-exchange",
+        "x-dead-letter-routing-key",
+        "x-max-length",
+        "x-max-length-bytes",
+        "x-max-in-memory-length",
+        "x-max-in-memory-bytes",
+        "x-max-priority",
+        "x-overflow",
+        "x-queue-mode",
+        "x-single-active-consumer",
+        "x-queue-type",
+        "x-quorum-initial-group-size",
+        "x-delivery-limit",
+        "x-max-age",
+        "x-stream-max-segment-size-bytes",
+        "x-initial-cluster-size",
+        "x-queue-leader-locator",
+    }
+)
+_STREAM_ARGS = frozenset(
+    {
+        "x-queue-type",
+        "x-max-length-bytes",
+        "x-max-age",
+        "x-stream-max-segment-size-bytes",
+        "x-initial-cluster-size",
+        "x-queue-leader-locator",
+    }
+)
+OFFSET_HEADER = "x-stream-offset"
+
+
+class StreamDirectories(Protocol):
+    """What a store offers to keep streams under its data directory (optional)."""
+
+    def stream_directory(self, vhost: str, queue: str) -> Path: ...
+
+
+_scratch_root: Path | None = None
+
+
+def _scratch_directory(vhost: str, queue: str) -> Path:
+    """Where streams live when the broker has no data directory: a temporary folder for
+    the life of the process (a stream is always on disk, as in RabbitMQ)."""
+    global _scratch_root
+    if _scratch_root is None:
+        _scratch_root = Path(tempfile.mkdtemp(prefix="amqp-broker-streams-"))
+        atexit.register(shutil.rmtree, _scratch_root, True)
+    return _scratch_root / urllib.parse.quote(vhost, safe="") / urllib.parse.quote(queue, safe="")
+
+
+def stream_directory(vhost: VirtualHost, queue: str) -> Path:
+    store: Any = vhost.store
+    if hasattr(store, "stream_directory"):
+        directory: Path = store.stream_directory(vhost.name, queue)
+        return directory
+    return _scratch_directory(vhost.name, queue)
+
+
+def _type_name(value: Any) -> str:
+    """The AMQP field type RabbitMQ names in its reply texts."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(2**31) <= value < 2**31 else "long"
+    if isinstance(value, str):
+        return "longstr"
+    return type(value).__name__
+
+
+class StreamSettings:
+    """The declare arguments of a stream, checked in RabbitMQ's order with its texts."""
+
+    def __init__(self, queue: str, vhost: str, args: dict[str, Any]) -> None:
+        where = f"for queue '{queue}' in vhost '{vhost}'"
+        for name in args:
+            if name in _KNOWN_QUEUE_ARGS and name not in _STREAM_ARGS:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg '{name}' {where} of queue type "
+                    "rabbit_stream_queue"
+                )
+        self.max_bytes = self._size(where, args, "x-max-length-bytes")
+        self.max_segment_bytes = self._size(where, args, "x-stream-max-segment-size-bytes")
+        if self.max_segment_bytes is not None and self.max_segment_bytes > MAX_SEGMENT_BYTES_LIMIT:
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - Exceeded max value for x-stream-max-segment-size-bytes"
+            )
+        self.max_age_ms: int | None = None
+        max_age = args.get("x-max-age")
+        if max_age is not None:
+            if not isinstance(max_age, str):
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg 'x-max-age' {where}: "
+                    f"{{unacceptable_type,{_type_name(max_age)}}}"
+                )
+            try:
+                self.max_age_ms = interval_ms(max_age)
+            except InvalidInterval:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg 'x-max-age' {where}: invalid_max_age"
+                ) from None
+            except CrashesRabbitMQ:
+                raise errors.InternalError("INTERNAL_ERROR") from None
+
+    @staticmethod
+    def _size(where: str, args: dict[str, Any], name: str) -> int | None:
+        value = args.get(name)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid arg '{name}' {where}: "
+                f'"expected integer, got {_type_name(value)}"'
+            )
+        if value < 0:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid arg '{name}' {where}: {{value_negative,{value}}}"
+            )
+        return value
+
+
+class StreamQueue(Queue):
+    """A durable stream queue; the factory registered as queue type ``stream``."""
+
+    type_name = "stream"
+
+    def __init__(
+        self,
+        vhost: VirtualHost,
+        name: str,
+        *,
+        durable: bool = False,
+        owner: object | None = None,
+        auto_delete: bool = False,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
+        args = dict(arguments or {})
+        self.stream_settings = StreamSettings(name, vhost.name, args)
+        where = f"for queue '{name}' in vhost '{vhost.name}'"
+        # The virtual host has already refused user-chosen "amq." names: this one is generated.
+        if name.startswith("amq.gen-"):
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - Cannot declare a server-named queue for type "
+                "rabbit_stream_queue"
+            )
+        for refused, prop in ((auto_delete, "auto-delete"), (owner is not None, "exclusive-owner")):
+            if refused:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid property '{prop}' {where}"
+                )
+        if not durable:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid property 'non-durable' {where}"
+            )
+        super().__init__(vhost, name, durable=True)
+        self.arguments = args
+        s = self.stream_settings
+        self.directory = stream_directory(vhost, name)
+        log_options: dict[str, Any] = {"max_bytes": s.max_bytes, "max_age_ms": s.max_age_ms}
+        if s.max_segment_bytes is not None:
+            log_options["max_segment_bytes"] = s.max_segment_bytes
+        self.log = SegmentedLog(self.directory, **log_options)
+        self._pending: list[bytes] = []
+        self._cursors: dict[Consumer, int] = {}
+
+    @property
+    def _where(self) -> str:
+        return f"queue '{self.name}' in vhost '{self.vhost.name}'"
+
+    def _not_supported(self, what: str) -> errors.AMQPError:
+        return errors.NotImplemented_(
+            f"NOT_IMPLEMENTED - {what} not supported by stream queues {self._where}"
+        )
+
+    @property
+    def message_count(self) -> int:
+        """The messages in the log (RabbitMQ reports the same figure, refreshed every few
+        seconds; here it is exact)."""
+        return self.log.next_offset + len(self._pending) - self.log.first_offset
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def publish(self, message: Message) -> bool:
+        if not self._pending:
+            self.vhost.clock.call_later(0, self.flush)
+        self._pending.append(encode_message(message))
+        return True
+
+    def flush(self) -> None:
+        """Append the buffered publishes to the log, then deliver them. The server calls it
+        before confirming those publishes."""
+        if not self._pending or self.deleted:
+            return
+        pending, self._pending = self._pending, []
+        for start in range(0, len(pending), MAX_CHUNK_RECORDS):
+            self.log.append(pending[start : start + MAX_CHUNK_RECORDS])
+        if self.consumers:
+            self.dispatch()
+
+    # -- consumers ----------------------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer, arguments: dict[str, Any] | None = None) -> None:
+        """Register a consumer starting where ``arguments["x-stream-offset"]`` says."""
+        if consumer.priority:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid arg 'x-priority' for {self._where} of queue type "
+                "rabbit_stream_queue"
+            )
+        if consumer.no_ack:
+            raise self._not_supported("automatic acknowledgement")
+        if not consumer.prefetch:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - consumer prefetch count is not set for '{self._where}'"
+            )
+        # The channel-wide (global) prefetch lives on the channel, the consumer's sink.
+        if getattr(consumer.sink, "channel_prefetch", 0):
+            raise errors.NotImplemented_(
+                f"NOT_IMPLEMENTED - {self._where} does not support global qos"
+            )
+        spec = self._offset_spec((arguments or {}).get(OFFSET_HEADER))
+        super().add_consumer(consumer)
+        self.flush()
+        self._cursors[consumer] = self.start_offset(spec)
+
+    def _offset_spec(self, value: Any) -> OffsetSpec:
+        try:
+            return parse_offset_spec(value, now_ms())
+        except InvalidOffsetSpec as e:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - invalid arg 'x-stream-offset' for {self._where}: "
+                f"{{invalid_stream_offset_arg,{e.term}}}"
+            ) from None
+        except CrashesRabbitMQ:
+            raise errors.InternalError("INTERNAL_ERROR") from None
+
+    def start_offset(self, spec: OffsetSpec) -> int:
+        """The first offset a consumer attached with ``spec`` gets."""
+        log = self.log
+        if spec.kind == "first":
+            return log.first_offset
+        if spec.kind == "last":
+            last = log.last_chunk_offset
+            return log.next_offset if last is None else last
+        if spec.kind == "timestamp":
+            return log.offset_for_timestamp(spec.value)
+        if spec.kind == "offset":
+            return max(spec.value, log.first_offset)
+        return log.next_offset
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        self._cursors.pop(consumer, None)
+        super().remove_consumer(consumer)
+
+    def dispatch(self) -> None:
+        """Deliver to each consumer that has credit, a whole chunk at a time, from its cursor."""
+        if self._dispatching or self.deleted:
+            return
+        self._dispatching = True
+        try:
+            log = self.log
+            for consumer in self.consumers:
+                sink = consumer.sink
+                cursor = self._cursors[consumer]
+                while cursor < log.next_offset and sink.can_deliver(consumer):
+                    chunk = log.read_chunk(cursor)
+                    for record in chunk:
+                        delivery = _delivery(record.offset, record.payload)
+                        delivery.sink = sink
+                        sink.deliver(consumer, self, delivery)
+                    cursor = chunk[-1].offset + 1
+                self._cursors[consumer] = cursor
+        finally:
+            self._dispatching = False
+
+    # -- what a stream refuses or ignores -----------------------------------------------------
+
+    def get(self) -> QueuedMessage | None:
+        raise self._not_supported("basic.get")
+
+    def settle(self, entry: QueuedMessage) -> None:
+        """An ack returns credit (the channel does that); the message stays in the log."""
+
+    def requeue(self, entries: list[QueuedMessage]) -> None:
+        # The channel also "requeues" when it closes: nothing to give back then.
+        sink = entries[0].sink if entries and isinstance(entries[0], StreamDelivery) else None
+        if sink is not None and not getattr(sink, "closed", False):
+            raise self._not_supported("basic.nack and basic.reject")
+
+    def reject(self, entry: QueuedMessage) -> None:
+        raise self._not_supported("basic.nack and basic.reject")
+
+    def purge(self) -> int:
+        raise self._not_supported("queue.purge")
+
+    def expire(self) -> None:
+        """Streams have no per-message TTL; retention is by segment (``x-max-age``)."""
+
+    # -- life cycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Write what is buffered and close the log (broker shutdown)."""
+        self.flush()
+        self.log.close()
+
+    def destroy(self) -> list[Consumer]:
+        """queue.delete: the log goes with the queue."""
+        self.deleted = True
+        self._pending.clear()
+        self.log.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        consumers, self.consumers = self.consumers, []
+        self._cursors.clear()
+        return consumers
+
+
+class StreamDelivery(QueuedMessage):
+    """A message read from the log for one delivery, with the offset header added."""
+
+    __slots__ = ("offset", "sink")
+
+    def __init__(self, message: Message, offset: int) -> None:
+        super().__init__(message, None)
+        self.offset = offset
+        self.sink: object | None = None
+
+
+def _delivery(offset: int, payload: bytes) -> StreamDelivery:
+    message = decode_message(payload)
+    properties = message.properties
+    properties.headers = {**(properties.headers or {}), OFFSET_HEADER: offset}
+    return StreamDelivery(message, offset)
