@@ -63,7 +63,7 @@ def tls_port(broker_url: str, certificate: tuple[Path, Path]) -> Iterator[int]:
                 except (ssl.SSLError, OSError):
                     raw.close()
                     continue
-                upstream = socket.create_connection((target.hostname, target.port))
+                upstream = socket.create_connection((target.hostname, target.port or 5672))
                 for a, b in ((client, upstream), (upstream, client)):
                     threading.Thread(target=_pump, args=(a, b), daemon=True).start()
 
@@ -82,7 +82,7 @@ def test_amqps_with_cacertfile_verifies_and_works(
         ch.basic_publish_batch("", [(queue, b"%d" % i, None) for i in range(1000)])
         ch.wait_for_confirms()
         ch.basic_consume(queue, no_ack=True)
-        bodies = []
+        bodies: list[bytes] = []
         while len(bodies) < 1000:
             d = ch.next_delivery(timeout=5)
             assert d is not None
