@@ -112,7 +112,7 @@ class AMQPConnection(asyncio.Protocol):
                 evs = self.proto.receive_data(data)
             except errors.AMQPError as err:
                 self._handle_events(getattr(err, "events", []))
-                self._fail(err)
+                self._fail(_as_rabbitmq_reports(err))
             else:
                 self._handle_events(evs)
             for channel in self._confirming:
@@ -485,6 +485,14 @@ class AMQPConnection(asyncio.Protocol):
         if now - self._last_send >= interval / 2:
             self.write(self.proto.send_heartbeat())
         self._timer = self.loop.call_later(interval / 2, self._heartbeat_tick)
+
+
+def _as_rabbitmq_reports(err: errors.AMQPError) -> errors.AMQPError:
+    """RabbitMQ reports method arguments it cannot decode as 501 FRAME_ERROR, not 502."""
+    if err.reply_code != 502:
+        return err
+    frame_error = errors.FrameError(f"FRAME_ERROR - cannot decode: {err.reply_text}")
+    return frame_error.with_culprit(err.class_id, err.method_id)
 
 
 _CONNECTION_HANDLERS: dict[str, Callable[[AMQPConnection, Any], None]] = {
