@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: Default bound of every wait on a channel (replies, confirms, room to publish).
 DEFAULT_TIMEOUT = 30.0
+#: Optional field-table arguments of declare, bind and consume.
+Arguments = dict[str, Any] | None
 #: (routing_key, body, properties) as basic_publish_batch takes them.
 BatchMessage = tuple[str, bytes, "Properties | Mapping[str, Any] | None"]
 
@@ -112,6 +114,11 @@ class Channel:
         reply = self._request(self._method(name, **fields))
         return None if reply is None else reply[0]
 
+    def _call_with(self, name: str, arguments: dict[str, Any]) -> Any:
+        """``_call`` with a public method's ``locals()``: those methods name their parameters
+        after the spec's fields, so their arguments pass through as they are."""
+        return self._call(name, **{k: v for k, v in arguments.items() if k != "self"})
+
     def _request(self, method: Method) -> tuple[Any, Properties | None, bytes] | None:
         request = _Request(expected_responses(method))
         if not request.responses:
@@ -169,51 +176,24 @@ class Channel:
         durable: bool = False,
         auto_delete: bool = False,
         internal: bool = False,
-        arguments: dict[str, Any] | None = None,
+        arguments: Arguments = None,
     ) -> None:
-        self._call(
-            "exchange.declare",
-            exchange=exchange,
-            type=exchange_type,
-            passive=passive,
-            durable=durable,
-            auto_delete=auto_delete,
-            internal=internal,
-            arguments=arguments,
-        )
+        fields = locals()
+        fields["type"] = fields.pop("exchange_type")
+        self._call_with("exchange.declare", fields)
 
     def exchange_delete(self, exchange: str, if_unused: bool = False) -> None:
-        self._call("exchange.delete", exchange=exchange, if_unused=if_unused)
+        self._call_with("exchange.delete", locals())
 
     def exchange_bind(
-        self,
-        destination: str,
-        source: str,
-        routing_key: str = "",
-        arguments: dict[str, Any] | None = None,
+        self, destination: str, source: str, routing_key: str = "", arguments: Arguments = None
     ) -> None:
-        self._call(
-            "exchange.bind",
-            destination=destination,
-            source=source,
-            routing_key=routing_key,
-            arguments=arguments,
-        )
+        self._call_with("exchange.bind", locals())
 
     def exchange_unbind(
-        self,
-        destination: str,
-        source: str,
-        routing_key: str = "",
-        arguments: dict[str, Any] | None = None,
+        self, destination: str, source: str, routing_key: str = "", arguments: Arguments = None
     ) -> None:
-        self._call(
-            "exchange.unbind",
-            destination=destination,
-            source=source,
-            routing_key=routing_key,
-            arguments=arguments,
-        )
+        self._call_with("exchange.unbind", locals())
 
     def queue_declare(
         self,
@@ -222,48 +202,20 @@ class Channel:
         durable: bool = False,
         exclusive: bool = False,
         auto_delete: bool = False,
-        arguments: dict[str, Any] | None = None,
+        arguments: Arguments = None,
     ) -> Any:
         """Returns queue.declare-ok: ``.queue``, ``.message_count``, ``.consumer_count``."""
-        return self._call(
-            "queue.declare",
-            queue=queue,
-            passive=passive,
-            durable=durable,
-            exclusive=exclusive,
-            auto_delete=auto_delete,
-            arguments=arguments,
-        )
+        return self._call_with("queue.declare", locals())
 
     def queue_bind(
-        self,
-        queue: str,
-        exchange: str,
-        routing_key: str = "",
-        arguments: dict[str, Any] | None = None,
+        self, queue: str, exchange: str, routing_key: str = "", arguments: Arguments = None
     ) -> None:
-        self._call(
-            "queue.bind",
-            queue=queue,
-            exchange=exchange,
-            routing_key=routing_key,
-            arguments=arguments,
-        )
+        self._call_with("queue.bind", locals())
 
     def queue_unbind(
-        self,
-        queue: str,
-        exchange: str,
-        routing_key: str = "",
-        arguments: dict[str, Any] | None = None,
+        self, queue: str, exchange: str, routing_key: str = "", arguments: Arguments = None
     ) -> None:
-        self._call(
-            "queue.unbind",
-            queue=queue,
-            exchange=exchange,
-            routing_key=routing_key,
-            arguments=arguments,
-        )
+        self._call_with("queue.unbind", locals())
 
     def queue_purge(self, queue: str) -> int:
         """Returns how many messages were purged."""
@@ -271,17 +223,14 @@ class Channel:
 
     def queue_delete(self, queue: str, if_unused: bool = False, if_empty: bool = False) -> int:
         """Returns how many messages the queue held."""
-        ok = self._call("queue.delete", queue=queue, if_unused=if_unused, if_empty=if_empty)
-        return int(ok.message_count)
+        return int(self._call_with("queue.delete", locals()).message_count)
 
     # -- consuming ----------------------------------------------------------------------------
 
     def basic_qos(
         self, prefetch_count: int = 0, prefetch_size: int = 0, global_: bool = False
     ) -> None:
-        self._call(
-            "basic.qos", prefetch_size=prefetch_size, prefetch_count=prefetch_count, global_=global_
-        )
+        self._call_with("basic.qos", locals())
 
     def basic_consume(
         self,
@@ -289,17 +238,10 @@ class Channel:
         no_ack: bool = False,
         exclusive: bool = False,
         consumer_tag: str = "",
-        arguments: dict[str, Any] | None = None,
+        arguments: Arguments = None,
     ) -> str:
         """Start a consumer; its deliveries are buffered for ``next_delivery``. Returns its tag."""
-        ok = self._call(
-            "basic.consume",
-            queue=queue,
-            consumer_tag=consumer_tag,
-            no_ack=no_ack,
-            exclusive=exclusive,
-            arguments=arguments,
-        )
+        ok = self._call_with("basic.consume", locals())
         with self._cond:
             self._consumers.add(ok.consumer_tag)
         return str(ok.consumer_tag)
@@ -310,7 +252,7 @@ class Channel:
         with self._cond:
             self._consumers.discard(consumer_tag)
 
-    def next_delivery(self, timeout: float | None = 1.0) -> Delivery | None:
+    def next_delivery(self, timeout: float = 1.0) -> Delivery | None:
         """The next buffered delivery, waiting up to ``timeout`` seconds; None on timeout.
 
         Raises ``ConsumerCancelled`` once when the server cancelled consumers and nothing
@@ -360,13 +302,13 @@ class Channel:
         )
 
     def basic_ack(self, delivery_tag: int, multiple: bool = False) -> None:
-        self._call("basic.ack", delivery_tag=delivery_tag, multiple=multiple)
+        self._call_with("basic.ack", locals())
 
     def basic_nack(self, delivery_tag: int, multiple: bool = False, requeue: bool = True) -> None:
-        self._call("basic.nack", delivery_tag=delivery_tag, multiple=multiple, requeue=requeue)
+        self._call_with("basic.nack", locals())
 
     def basic_reject(self, delivery_tag: int, requeue: bool = True) -> None:
-        self._call("basic.reject", delivery_tag=delivery_tag, requeue=requeue)
+        self._call_with("basic.reject", locals())
 
     def basic_recover(self, requeue: bool = True) -> None:
         self._call("basic.recover", requeue=requeue)
