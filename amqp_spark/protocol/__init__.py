@@ -4,17 +4,12 @@ Method and property classes are generated from the spec XML files in ``spec/`` w
 package is imported; see ``docs/architecture.md`` for the API.
 """
 
-from . import errors, events, frames
+from . import errors, events, frames, values
 from .connection import Connection
 from .methods import Method
 from .properties import Properties
 from .spec import Spec, load_spec
-
-SPEC_0_9_1: Spec = load_spec("amqp0-9-1-rabbitmq-extended.stripped.xml")
-SPEC_0_9: Spec = load_spec("amqp0-9.xml")
-SPEC_0_8: Spec = load_spec("amqp0-8.stripped.xml")
-#: What a server accepts, preferred first.
-ALL_SPECS: tuple[Spec, ...] = (SPEC_0_9_1, SPEC_0_9, SPEC_0_8)
+from .versions import ALL_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_9_1
 
 __all__ = [
     "ALL_SPECS",
@@ -28,5 +23,6 @@ __all__ = [
     "errors",
     "events",
     "frames",
+    "values",
     "load_spec",
 ]

@@ -27,8 +27,12 @@ from .events import (
 from .methods import Method
 from .properties import Properties
 from .spec import Spec
+from .versions import ALL_SPECS
 
 _CONTENT_HEADER = struct.Struct(">HHQ")
+_FRAME_HEAD = frames.FRAME_HEADER
+#: A frame header preceded by the frame-end octet of the frame before it.
+_END_AND_HEAD = struct.Struct(">BBHI")
 _METHOD_IDS = struct.Struct(">HH")
 _CHANNEL_CLOSE_METHODS = frozenset({"channel.close", "channel.close-ok"})
 _CONNECTION_CLOSE_METHODS = frozenset({"connection.close", "connection.close-ok"})
@@ -57,6 +61,14 @@ def _error(code: int, text: str, method: Method | None = None) -> errors.AMQPErr
     return err
 
 
+#: Class ids of connection and channel: the same in every version.
+CONNECTION_CLASS = 10
+CHANNEL_CLASS = 20
+#: What a frame-max or channel-max of 0 ("no limit") means on the wire.
+_NO_FRAME_LIMIT = 2**32 - 1
+_NO_CHANNEL_LIMIT = 65535
+
+
 class Connection:
     """Protocol state of one AMQP connection, for either side."""
 
@@ -68,21 +80,27 @@ class Connection:
         supported: Iterable[Spec] = (),
         frame_max: int = DEFAULT_FRAME_MAX,
     ) -> None:
-        """``spec`` is required for a client; a server negotiates among ``supported`` (the first
-        is its preferred version, offered to a peer whose header it does not know)."""
+        """``spec`` is required for a client. A server negotiates among ``supported`` (the
+        first is its preferred version, offered to a peer whose header it does not know);
+        by default ``(spec,)`` when a spec is given, else every version of ``ALL_SPECS``."""
         if role == "client" and spec is None:
             raise ValueError("a client connection needs a spec")
+        offered = tuple(supported) or ((spec,) if spec is not None else ALL_SPECS)
         self.role = role
         self.spec: Spec | None = spec
-        self._supported = {s.protocol_header: s for s in supported}
-        self._preferred = next(iter(supported), spec) if supported else spec
+        self._supported = {s.protocol_header: s for s in offered}
+        self._preferred = offered[0]
         self.frame_max = frame_max
         self.channel_max = 65535
         self.open_channels: set[int] = set()
         self._closing_channels: set[int] = set()
         self._partials: dict[int, _Partial] = {}
         self._buffer = bytearray()
+        #: Bytes the buffer must hold before parsing is worth trying again.
+        self._wanted = 0
         self._awaiting_header = role == "server"
+        #: Client: until the first frame, the server may answer with a protocol header.
+        self._may_get_header = role == "client"
         self.closing = False  #: we sent connection.close
         self.closed = False  #: close-ok sent or received, or negotiation failed
 
@@ -94,111 +112,136 @@ class Connection:
         return self.spec.protocol_header
 
     def send_method(self, channel: int, method: Method) -> bytes:
-        self._track(channel, method.NAME, sent=True)
+        if method.CLASS_ID <= CHANNEL_CLASS:
+            self._track(channel, method.NAME, sent=True)
         payload = method.encode()
-        return frames.FRAME_HEADER.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
+        return _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
 
-    def send_content(self, channel: int, method: Method, properties: Properties, body: bytes) -> bytes:
+    def send_content(
+        self, channel: int, method: Method, properties: Properties, body: bytes
+    ) -> bytes:
         """A content-bearing method with its header and body frames, split by frame-max."""
         payload = method.encode()
         header = properties.encode_header(len(body))
-        return b"".join(
-            [
-                frames.FRAME_HEADER.pack(frames.METHOD, channel, len(payload)),
-                payload,
-                b"\xce",
-                frames.FRAME_HEADER.pack(frames.HEADER, channel, len(header)),
-                header,
-                b"\xce",
-                *frames.encode_body_frames(channel, body, self.frame_max),
-            ]
-        )
+        parts = [
+            _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)),
+            payload,
+            _END_AND_HEAD.pack(frames.FRAME_END, frames.HEADER, channel, len(header)),
+            header,
+        ]
+        frame_max = self.frame_max or _NO_FRAME_LIMIT
+        if len(body) <= frame_max - frames.FRAME_OVERHEAD:
+            if body:
+                parts += [
+                    _END_AND_HEAD.pack(frames.FRAME_END, frames.BODY, channel, len(body)),
+                    body,
+                ]
+            parts.append(b"\xce")
+        else:
+            parts.append(b"\xce")
+            parts += frames.encode_body_frames(channel, body, frame_max)
+        return b"".join(parts)
 
     def send_heartbeat(self) -> bytes:
         return frames.HEARTBEAT_FRAME
 
     # -- input --------------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes) -> list[Event]:
-        """Feed received bytes; returns the events they complete (possibly none)."""
+    def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event]:
+        """Feed received bytes; returns the events they complete (possibly none).
+
+        Raises an ``errors.AMQPError`` for a protocol violation; the events decoded before
+        the faulty frame are on its ``events`` attribute.
+        """
         events: list[Event] = []
         if self.closed:
             return events
         buf = self._buffer
-        buf += data
+        if buf:
+            buf += data
+            if len(buf) < self._wanted:
+                return events
+            data = bytes(buf)
+            buf.clear()
+        elif data.__class__ is not bytes:
+            data = bytes(data)
+        pos = 0
         try:
-            if self._awaiting_header or (self.role == "client" and buf[:4] == b"AMQP"):
-                if not self._negotiate(events):
+            if self._awaiting_header or (self._may_get_header and data[:1] == b"A"):
+                pos = self._negotiate(data, events)
+                if pos == 0 or self.closed:
                     return events
-            self._read_frames(events)
+            pos = self._read_frames(data, pos, events)
         except errors.AMQPError as err:
             if self.closing:
                 # We already sent connection.close: nothing the peer sends matters any more.
-                buf.clear()
                 return events
             err.events = events  # type: ignore[attr-defined]
-            buf.clear()
             raise
+        if pos < len(data):
+            buf += memoryview(data)[pos:]
         return events
 
-    def _negotiate(self, events: list[Event]) -> bool:
-        buf = self._buffer
-        if len(buf) < 8:
-            if buf[:4] != b"AMQP"[: len(buf)]:
-                self._refuse(bytes(buf), events)
-            return False
-        header = bytes(buf[:8])
-        del buf[:8]
-        if self.role == "client":
-            self._refuse(header, events)
-            return False
-        spec = self._supported.get(header)
+    def _negotiate(self, data: bytes | bytearray | memoryview, events: list[Event]) -> int:
+        """Read the peer's protocol header; returns the bytes consumed (0: not all there)."""
+        if len(data) < 8:
+            if data[:4] != b"AMQP"[: len(data)]:
+                self._refuse(bytes(data), events)
+            else:
+                self._buffer += data
+                self._wanted = 8
+            return 0
+        header = bytes(data[:8])
+        spec = self._supported.get(header) if self.role == "server" else None
         if spec is None:
             self._refuse(header, events)
-            return False
+            return 8
         self.spec = spec
         self._awaiting_header = False
         events.append(ProtocolHeaderReceived(spec))
-        return True
+        return 8
 
     def _refuse(self, header: bytes, events: list[Event]) -> None:
         self.closed = True
         self._buffer.clear()
-        reply = self._preferred.protocol_header if self.role == "server" and self._preferred else b""
+        reply = self._preferred.protocol_header if self.role == "server" else b""
         events.append(UnsupportedProtocol(header, reply))
 
-    def _read_frames(self, events: list[Event]) -> None:
-        buf = self._buffer
-        size_limit = self.frame_max - frames.FRAME_OVERHEAD
-        unpack = frames.FRAME_HEADER.unpack_from
-        pos, n = 0, len(buf)
-        try:
-            while n - pos >= 7:
-                frame_type, channel, size = unpack(buf, pos)
-                if size > size_limit:
-                    raise _error(501, f"frame of {size} bytes exceeds frame-max {self.frame_max}")
-                end = pos + 7 + size
-                if end >= n:
-                    break
-                if buf[end] != frames.FRAME_END:
-                    raise _error(501, f"frame-end octet is 0x{buf[end]:02x}, not 0xce")
-                payload = bytes(buf[pos + 7 : end])
-                pos = end + 1
-                event = self._frame(frame_type, channel, payload)
-                if event is not None:
-                    events.append(event)
+    def _read_frames(self, data: bytes, pos: int, events: list[Event]) -> int:
+        """Handle the complete frames in ``data`` from ``pos``; returns where the first
+        incomplete one starts."""
+        size_limit = (self.frame_max or _NO_FRAME_LIMIT) - frames.FRAME_OVERHEAD
+        unpack = _FRAME_HEAD.unpack_from
+        n = len(data)
+        while n - pos >= 8:
+            frame_type, channel, size = unpack(data, pos)
+            if size > size_limit:
+                raise _error(501, f"frame of {size} bytes exceeds frame-max {self.frame_max}")
+            end = pos + 7 + size
+            if end >= n:
+                self._wanted = end + 1 - pos
+                return pos
+            if data[end] != 0xCE:
+                raise _error(501, f"frame-end octet is 0x{data[end]:02x}, not 0xce")
+            payload = data[pos + 7 : end]
+            pos = end + 1
+            self._may_get_header = False
+            if frame_type == 1:
+                event = self._method_frame(channel, payload)
+            elif frame_type == 3:
+                event = self._body_frame(channel, payload)
+            elif frame_type == 2:
+                event = self._header_frame(channel, payload)
+            else:
+                event = self._other_frame(frame_type, channel, payload)
+            if event is not None:
+                events.append(event)
                 if self.closed:
                     break
-        finally:
-            del buf[:pos]
+        self._wanted = 8
+        return pos
 
-    def _frame(self, frame_type: int, channel: int, payload: bytes) -> Event | None:
-        if frame_type == frames.METHOD:
-            return self._method_frame(channel, payload)
-        if frame_type == frames.HEADER:
-            return self._header_frame(channel, payload)
-        if frame_type == frames.BODY:
-            return self._body_frame(channel, payload)
+    def _other_frame(self, frame_type: int, channel: int, payload: bytes) -> Event | None:
         if frame_type == frames.HEARTBEAT:
             if channel != 0:
                 raise _error(501, f"heartbeat frame on channel {channel}, not 0")
@@ -215,21 +258,32 @@ class Connection:
         class_id, method_id = _METHOD_IDS.unpack_from(payload, 0)
         cls = self.spec.method_by_id(class_id, method_id)
         if cls is None:
-            raise _error(503, f"unknown method: class {class_id}, method {method_id}").with_culprit(
-                class_id, method_id
-            )
+            err = _error(503, f"unknown method: class {class_id}, method {method_id}")
+            raise err.with_culprit(class_id, method_id)
         try:
             method, end = cls.decode(payload, 4)
         except errors.AMQPError as err:
             raise err.with_culprit(class_id, method_id) from None
         if end != len(payload):
             raise _error(502, f"{cls.NAME}: {len(payload) - end} bytes after the arguments", method)
-        if not self._accept(channel, method):
+        # The common case first: a class method on an open channel of a live connection.
+        if not (
+            class_id > CHANNEL_CLASS
+            and channel in self.open_channels
+            and not self.closing
+            and channel not in self._closing_channels
+        ) and not self._accept(channel, method):
             return None
-        if channel in self._partials:
-            raise _error(505, f"{cls.NAME} arrived while content of {self._partials[channel].method.NAME} was incomplete", method)
-        self._track(channel, method.NAME, sent=False)
-        if method.HAS_CONTENT:
+        partial = self._partials.get(channel)
+        if partial is not None:
+            raise _error(
+                505,
+                f"{cls.NAME} arrived while content of {partial.method.NAME} was incomplete",
+                method,
+            )
+        if class_id <= CHANNEL_CLASS:
+            self._track(channel, cls.NAME, sent=False)
+        if cls.HAS_CONTENT:
             self._partials[channel] = _Partial(method)
             return None
         return MethodReceived(channel, method)
@@ -239,19 +293,26 @@ class Connection:
         name = method.NAME
         if self.closing:
             return name in _CONNECTION_CLOSE_METHODS
+        is_connection_method = method.CLASS_ID == CONNECTION_CLASS
         if channel == 0:
-            if not name.startswith("connection."):
-                raise _error(504, f"{name} on channel 0, which carries only connection methods", method)
+            if not is_connection_method:
+                raise _error(
+                    504, f"{name} on channel 0, which carries only connection methods", method
+                )
             return True
-        if name.startswith("connection."):
-            raise _error(503, f"{name} on channel {channel}: connection methods belong on channel 0", method)
+        if is_connection_method:
+            raise _error(
+                503, f"{name} on channel {channel}: connection methods belong on channel 0", method
+            )
         if channel in self._closing_channels:
             return name in _CHANNEL_CLOSE_METHODS
         if name == "channel.open":
             if channel in self.open_channels and self.role == "server":
                 raise _error(504, f"channel {channel} is already open", method)
-            if channel > self.channel_max:
-                raise _error(530, f"channel {channel} exceeds channel-max {self.channel_max}", method)
+            if channel > (self.channel_max or _NO_CHANNEL_LIMIT):
+                raise _error(
+                    530, f"channel {channel} exceeds channel-max {self.channel_max}", method
+                )
             return True
         if channel not in self.open_channels:
             raise _error(504, f"{name} on channel {channel}, which is not open", method)
@@ -285,7 +346,11 @@ class Connection:
             raise _error(502, "content header truncated", partial.method)
         class_id, _weight, size = _CONTENT_HEADER.unpack_from(payload, 0)
         if class_id != partial.method.CLASS_ID:
-            raise _error(505, f"content header of class {class_id} after {partial.method.NAME}", partial.method)
+            raise _error(
+                505,
+                f"content header of class {class_id} after {partial.method.NAME}",
+                partial.method,
+            )
         assert self.spec is not None
         props_cls = self.spec.properties_by_id(class_id)
         if props_cls is None:
@@ -309,7 +374,11 @@ class Connection:
             raise _error(505, f"content body on channel {channel} without a content header")
         partial.received += len(payload)
         if partial.received > partial.size:
-            raise _error(501, f"content body exceeds the {partial.size} bytes its header declared", partial.method)
+            raise _error(
+                501,
+                f"content body exceeds the {partial.size} bytes its header declared",
+                partial.method,
+            )
         if partial.received < partial.size:
             partial.chunks.append(payload)
             return None

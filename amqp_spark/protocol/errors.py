@@ -53,7 +53,7 @@ def _class_name(constant: str) -> str:
 def _generate() -> None:
     """Create one AMQPError subclass per error constant found in the shipped spec files."""
     for filename in ("amqp0-9-1-rabbitmq-extended.stripped.xml", "amqp0-9.xml"):
-        text = resources.files(__package__).joinpath("spec", filename).read_bytes()
+        text = resources.files(__package__).joinpath("spec").joinpath(filename).read_bytes()
         for constant in ET.fromstring(text).findall("constant"):
             code = int(constant.get("value", "0"))
             xml_name = constant.get("name", "")

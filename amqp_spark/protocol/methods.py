@@ -11,10 +11,10 @@ from __future__ import annotations
 import struct
 from typing import Any, ClassVar
 
-from . import values
+from . import codegen
 from .spec import FieldDef, MethodDef, Spec, camel
 
-_STRUCT_CODES = {"octet": "B", "short": "H", "long": "I", "longlong": "Q", "timestamp": "Q"}
+_FIXED_TYPES = frozenset({*codegen.STRUCT_CODES, "bit"})
 _DEFAULTS: dict[str, str] = {
     "bit": "False",
     "octet": "0",
@@ -25,16 +25,7 @@ _DEFAULTS: dict[str, str] = {
     "shortstr": "''",
     "longstr": "b''",
     "table": "None",
-    "content": "values.Content()",
-}
-
-
-#: Names (in the generated namespace) of the encoder and decoder of each variable-size type.
-_CODECS = {
-    "shortstr": ("sstr", "dsstr"),
-    "longstr": ("lstr", "dlstr"),
-    "table": ("table", "dtable"),
-    "content": ("content", "dcontent"),
+    "content": "EMPTY_CONTENT",
 }
 
 
@@ -71,7 +62,7 @@ class Method:
         return {name: getattr(self, name) for name in self.FIELD_NAMES}
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.fields() == other.fields()  # type: ignore[attr-defined]
+        return type(other) is type(self) and self.fields() == other.fields()
 
     def __hash__(self) -> int:
         return hash((self.NAME, tuple(map(repr, self.fields().values()))))
@@ -87,7 +78,7 @@ def _groups(fields: tuple[FieldDef, ...]) -> list[tuple[str, list[FieldDef]]]:
     run of bits is broken by any other field."""
     groups: list[tuple[str, list[FieldDef]]] = []
     for f in fields:
-        if f.type in _STRUCT_CODES or f.type == "bit":
+        if f.type in _FIXED_TYPES:
             if groups and groups[-1][0] == "fixed":
                 groups[-1][1].append(f)
             else:
@@ -107,85 +98,82 @@ def _fixed_layout(run: list[FieldDef]) -> list[tuple[str, list[FieldDef]]]:
             else:
                 items.append(("bits", [f]))
         else:
-            items.append((_STRUCT_CODES[f.type], [f]))
+            items.append((codegen.STRUCT_CODES[f.type], [f]))
     return items
 
 
 def _compile(spec: Spec, mdef: MethodDef) -> dict[str, Any]:
     """Generate the source of __init__, encode and decode for one method and compile it."""
-    names = [f.name for f in mdef.fields]
-    namespace: dict[str, Any] = {
-        "values": values,
-        "struct": struct,
-        "HEADER": struct.pack(">HH", mdef.class_id, mdef.method_id),
-        "ts": values.timestamp_seconds,
-        "sstr": values.encode_shortstr,
-        "lstr": values.encode_longstr,
-        "table": values.encode_table,
-        "dsstr": values.decode_shortstr,
-        "dlstr": values.decode_longstr_bytes,
-        "dtable": values.decode_table,
-        "content": values.encode_content,
-        "dcontent": values.decode_content,
-    }
-    init = [f"def __init__(self, {', '.join(f'{n}={_DEFAULTS[f.type]}' for n, f in zip(names, mdef.fields))}):"]
+    params = ", ".join(f"{f.name}={_DEFAULTS[f.type]}" for f in mdef.fields)
+    init = [f"def __init__(self, {params}):" if params else "def __init__(self):"]
     for f in mdef.fields:
-        if f.type == "table":
-            init.append(f"    self.{f.name} = {{}} if {f.name} is None else {f.name}")
-        else:
-            init.append(f"    self.{f.name} = {f.name}")
-    if len(init) == 1:
-        init[0] = "def __init__(self):"
+        value = f"{{}} if {f.name} is None else {f.name}" if f.type == "table" else f.name
+        init.append(f"    self.{f.name} = {value}")
+    if not mdef.fields:
         init.append("    pass")
 
-    enc = ["def encode(self):", "    return b''.join((HEADER,"]
-    dec = ["def decode(cls, data, offset):", "    self = cls.__new__(cls)"]
+    structs: dict[str, struct.Struct] = {}
+    # The class and method ids open the first fixed run, or stand alone before a string.
+    head = f"{mdef.class_id}, {mdef.method_id}"
+    parts = [] if mdef.fields and mdef.fields[0].type in _FIXED_TYPES else ["HEADER"]
+    dec: list[str] = []
     for gi, (kind, run) in enumerate(_groups(mdef.fields)):
-        if kind == "fixed":
-            layout = _fixed_layout(run)
-            fmt = ">" + "".join("B" if code == "bits" else code for code, _ in layout)
-            sname = f"S{gi}"
-            namespace[sname] = struct.Struct(fmt)
-            args, targets, unpack_bits = [], [], []
-            for ii, (code, fs) in enumerate(layout):
-                if code == "bits":
-                    args.append(
-                        "(" + " | ".join(f"({1 << b} if self.{f.name} else 0)" for b, f in enumerate(fs)) + ")"
-                    )
-                    targets.append(f"_b{ii}")
-                    unpack_bits += [f"    self.{f.name} = bool(_b{ii} & {1 << b})" for b, f in enumerate(fs)]
-                elif fs[0].type == "timestamp":
-                    args.append(f"ts(self.{fs[0].name})")
-                    targets.append(f"self.{fs[0].name}")
-                else:
-                    args.append(f"self.{fs[0].name}")
-                    targets.append(f"self.{fs[0].name}")
-            enc.append(f"        {sname}.pack({', '.join(args)}),")
-            dec.append(f"    {', '.join(targets)}, = {sname}.unpack_from(data, offset)")
-            dec.append(f"    offset += {namespace[sname].size}")
-            dec.extend(unpack_bits)
-        else:
+        if kind != "fixed":
             f = run[0]
-            encoder, decoder = _CODECS[kind]
-            enc.append(f"        {encoder}(self.{f.name}),")
-            dec.append(f"    self.{f.name}, offset = {decoder}(data, offset)")
-    enc.append("    ))")
-    dec.append("    return self, offset")
-    source = "\n".join(init + enc + dec)
-    exec(compile(source, f"<amqp {spec.label} {mdef.name}>", "exec"), namespace)
-    return {"__init__": namespace["__init__"], "encode": namespace["encode"], "_decode": namespace["decode"]}
-
-
-def _checked_decode(raw_decode: Any) -> Any:
-    """Wrap a generated decoder so that truncated input is a 502 syntax error, not a crash."""
-
-    def decode(cls: type[Method], data: bytes, offset: int) -> tuple[Method, int]:
-        try:
-            return raw_decode(cls, data, offset)  # type: ignore[no-any-return]
-        except (struct.error, IndexError):
-            raise values.syntax_error(f"{cls.NAME}: arguments truncated") from None
-
-    return classmethod(decode)
+            parts.append(codegen.encode_expression(kind, f"self.{f.name}"))
+            dec += codegen.decode_statements(kind, f"self.{f.name}")
+            continue
+        layout = _fixed_layout(run)
+        fmt = "".join("B" if code == "bits" else code for code, _ in layout)
+        args, targets, unpack_bits = [], [], []
+        for ii, (code, fs) in enumerate(layout):
+            if code == "bits":
+                bits = list(enumerate(fs))
+                args.append(" | ".join(f"({1 << b} if self.{f.name} else 0)" for b, f in bits))
+                targets.append(f"_b{ii}")
+                unpack_bits += [f"self.{f.name} = _b{ii} & {1 << b} != 0" for b, f in bits]
+            else:
+                value = f"self.{fs[0].name}"
+                args.append(f"ts({value})" if fs[0].type == "timestamp" else value)
+                targets.append(value)
+        sname = f"S{gi}"
+        structs[sname] = struct.Struct(">" + fmt)
+        if gi == 0:
+            structs["S_ENCODE"] = struct.Struct(">HH" + fmt)
+            parts.append(f"S_ENCODE.pack({head}, {', '.join(args)})")
+        else:
+            parts.append(f"{sname}.pack({', '.join(args)})")
+        dec.append(f"{', '.join(targets)}, = {sname}.unpack_from(data, offset)")
+        dec.append(f"offset += {structs[sname].size}")
+        dec += unpack_bits
+    joined = parts[0] if len(parts) == 1 else f"b''.join(({', '.join(parts)},))"
+    decode = ["def decode(cls, data, offset):", "    self = cls.__new__(cls)"]
+    if dec:
+        truncated = f"syntax_error('{mdef.name}: arguments truncated')"
+        decode += [
+            "    try:",
+            *codegen.indent(dec, 2),
+            "    except DECODE_ERRORS:",
+            f"        raise {truncated} from None",
+            "    if offset > len(data):",
+            f"        raise {truncated}",
+        ]
+    source = [
+        *init,
+        "def encode(self):",
+        "    try:",
+        f"        return {joined}",
+        "    except ENCODE_ERRORS as exc:",
+        f"        raise syntax_error(f'{mdef.name}: {{exc}}') from None",
+        *decode,
+        "    return self, offset",
+    ]
+    scope = codegen.compile_functions(
+        "\n".join(source),
+        f"<amqp {spec.label} {mdef.name}>",
+        {"HEADER": struct.pack(">HH", mdef.class_id, mdef.method_id), **structs},
+    )
+    return {"__init__": scope["__init__"], "encode": scope["encode"], "decode": scope["decode"]}
 
 
 def generate_methods(spec: Spec) -> None:
@@ -197,7 +185,7 @@ def generate_methods(spec: Spec) -> None:
                 "__slots__": tuple(f.name for f in mdef.fields),
                 "__init__": code["__init__"],
                 "encode": code["encode"],
-                "decode": _checked_decode(code["_decode"]),
+                "decode": classmethod(code["decode"]),
                 "NAME": mdef.name,
                 "CLASS_ID": mdef.class_id,
                 "METHOD_ID": mdef.method_id,

@@ -3,6 +3,10 @@
 A content header carries class-id, weight, body size, then property-flags words: bit 15 of
 the first word is the first property, bit 1 the fifteenth; bit 0 set means another flags
 word follows (continuation). Absent properties are ``None``; ``timestamp`` is an int.
+
+``__init__``, ``encode_header`` and ``decode`` are generated per class (see ``codegen``):
+each property is one ``if`` on its flag bit, so an encode or decode costs only the
+properties present.
 """
 
 from __future__ import annotations
@@ -10,13 +14,12 @@ from __future__ import annotations
 import struct
 from typing import Any, ClassVar
 
-from . import values
+from . import codegen, values
 from .spec import ClassDef, FieldDef, Spec, camel
 
-_HEADER = struct.Struct(">HHQ")
 _WORD = struct.Struct(">H")
-_FIXED = {"octet": struct.Struct(">B"), "short": struct.Struct(">H"), "long": struct.Struct(">I"),
-          "longlong": struct.Struct(">Q"), "timestamp": struct.Struct(">Q")}
+#: Properties per flags word (bit 0 is the continuation flag).
+FLAGS_PER_WORD = 15
 
 
 class Properties:
@@ -28,12 +31,8 @@ class Properties:
     property_defs: ClassVar[tuple[FieldDef, ...]]
     field_names: ClassVar[tuple[str, ...]]
 
-    def __init__(self, **props: Any) -> None:
-        unknown = set(props) - set(self.field_names)
-        if unknown:
-            raise TypeError(f"unknown {self.class_name} properties: {sorted(unknown)}")
-        for name in self.field_names:
-            setattr(self, name, props.get(name))
+    def __init__(self, **props: Any) -> None:  # replaced by the generated __init__
+        raise TypeError("instantiate a generated properties class, not Properties")
 
     def fields(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.field_names}
@@ -42,7 +41,7 @@ class Properties:
         return {k: v for k, v in self.fields().items() if v is not None}
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.fields() == other.fields()  # type: ignore[attr-defined]
+        return type(other) is type(self) and self.fields() == other.fields()
 
     def __hash__(self) -> int:
         return hash(tuple(map(repr, self.fields().values())))
@@ -52,90 +51,152 @@ class Properties:
 
     def encode_header(self, body_size: int) -> bytes:
         """The payload of a content header frame for a body of ``body_size`` bytes."""
-        present: list[bool] = []
-        parts: list[bytes] = []
-        for pdef in self.property_defs:
-            value = getattr(self, pdef.name)
-            present.append(value is not None)
-            if value is not None:
-                parts.append(_encode_property(pdef, value))
-        return _HEADER.pack(self.class_id, 0, body_size) + _flag_words(present) + b"".join(parts)
+        raise NotImplementedError
 
     @classmethod
     def decode(cls, data: bytes, offset: int) -> Properties:
-        """Decode the property-flags words and the property list at ``offset``."""
-        try:
-            present: list[bool] = []
-            while True:
-                (word,) = _WORD.unpack_from(data, offset)
-                offset += 2
-                present.extend(bool(word & (1 << bit)) for bit in range(15, 0, -1))
-                if not word & 1:
-                    break
-            self = cls.__new__(cls)
-            for index, pdef in enumerate(cls.property_defs):
-                if index < len(present) and present[index]:
-                    value, offset = _decode_property(pdef, data, offset)
-                    setattr(self, pdef.name, value)
-                else:
-                    setattr(self, pdef.name, None)
-            if any(present[len(cls.property_defs):]):
-                raise values.syntax_error(f"{cls.class_name}: property flag set for an undefined property")
-        except (struct.error, IndexError):
-            raise values.syntax_error(f"{cls.class_name}: content header truncated") from None
-        if offset != len(data):
-            raise values.syntax_error(f"{cls.class_name}: content header has {len(data) - offset} stray bytes")
-        return self
+        """Decode the property-flags words and the property list at ``offset``; the list
+        must end where ``data`` ends."""
+        raise NotImplementedError
 
 
-def _flag_words(present: list[bool]) -> bytes:
-    """Property flags: 15 properties a word, first property in bit 15, bit 0 = another word."""
-    last = max((i for i, p in enumerate(present) if p), default=-1)
-    words = []
-    for start in range(0, max(last + 1, 1), 15):
-        word = sum(1 << (15 - i) for i, p in enumerate(present[start : start + 15]) if p)
-        if last >= start + 15:
-            word |= 1
-        words.append(_WORD.pack(word))
-    return b"".join(words)
+def read_flag_words(data: bytes, offset: int, masks: tuple[int, ...]) -> tuple[list[int], int]:
+    """The flags words at ``offset`` (as many as ``masks``, missing ones 0) and the offset
+    after them. ``masks`` holds the bits each word may have set; a flag for a property the
+    class does not define is a syntax error (its value could not be skipped)."""
+    words: list[int] = []
+    while True:
+        (word,) = _WORD.unpack_from(data, offset)
+        offset += 2
+        index = len(words)
+        if word & ~(masks[index] if index < len(masks) else 1) & 0xFFFE:
+            raise values.syntax_error("property flag set for a property the class lacks")
+        words.append(word)
+        if not word & 1:
+            break
+    words += [0] * (len(masks) - len(words))
+    return words[: len(masks)], offset
 
 
-def _encode_property(pdef: FieldDef, value: Any) -> bytes:
-    if pdef.type == "shortstr":
-        return values.encode_shortstr(value)
-    if pdef.type == "longstr":
-        return values.encode_longstr(value)
-    if pdef.type == "table":
-        return values.encode_table(value)
-    if pdef.type == "timestamp":
-        return _FIXED["timestamp"].pack(values.timestamp_seconds(value))
-    if pdef.type == "bit":
-        return b"\x01" if value else b"\x00"
-    return _FIXED[pdef.type].pack(value)
+def _flag(index: int) -> tuple[int, int]:
+    """(word, bit value) of the property at ``index``."""
+    word, position = divmod(index, FLAGS_PER_WORD)
+    return word, 1 << (15 - position)
 
 
-def _decode_property(pdef: FieldDef, data: bytes, offset: int) -> tuple[Any, int]:
-    if pdef.type == "shortstr":
-        return values.decode_shortstr(data, offset)
-    if pdef.type == "longstr":
-        return values.decode_longstr_bytes(data, offset)
-    if pdef.type == "table":
-        return values.decode_table(data, offset)
-    if pdef.type == "bit":
-        return data[offset] != 0, offset + 1
-    fixed = _FIXED[pdef.type]
-    return fixed.unpack_from(data, offset)[0], offset + fixed.size
+def _encode_statements(pdef: FieldDef, index: int) -> list[str]:
+    word, bit = _flag(index)
+    value = f"self.{pdef.name}"
+    if pdef.type in codegen.STRUCT_CODES:
+        code = codegen.STRUCT_CODES[pdef.type]
+        expression = f"{code}.pack({f'ts({value})' if pdef.type == 'timestamp' else value})"
+    else:
+        expression = codegen.encode_expression(pdef.type, value)
+    return [f"if {value} is not None:", f"    w{word} |= {bit}", f"    parts.append({expression})"]
+
+
+def _decode_statements(pdef: FieldDef, index: int) -> list[str]:
+    word, bit = _flag(index)
+    target = f"self.{pdef.name}"
+    if pdef.type in codegen.STRUCT_CODES:
+        code = codegen.STRUCT_CODES[pdef.type]
+        body = [f"{target} = {code}.unpack_from(data, offset)[0]", f"offset += {code}.size"]
+    else:
+        body = codegen.decode_statements(pdef.type, target)
+    return [f"if w{word} & {bit}:", *codegen.indent(body), "else:", f"    {target} = None"]
+
+
+def _compile(cdef: ClassDef) -> dict[str, Any]:
+    props = cdef.properties
+    names = [p.name for p in props]
+    word_count = max(1, -(-len(props) // FLAGS_PER_WORD))
+    words = [f"w{i}" for i in range(word_count)]
+    masks = [0] * word_count
+    for index in range(len(props)):
+        word, bit = _flag(index)
+        masks[word] |= bit
+
+    init = [f"def __init__(self, *, {', '.join(f'{n}=None' for n in names)}):"]
+    init += [f"    self.{n} = {n}" for n in names]
+
+    encode = [
+        "def encode_header(self, body_size):",
+        f"    {' = '.join(words)} = 0",
+        "    parts = []",
+    ]
+    encode += ["    try:"]
+    for index, pdef in enumerate(props):
+        encode += codegen.indent(_encode_statements(pdef, index), 2)
+    encode += [
+        "    except ENCODE_ERRORS as exc:",
+        f"        raise syntax_error(f'{cdef.name} properties: {{exc}}') from None",
+    ]
+    # Continuation: a word is followed by the next when any later word has a flag set.
+    for i in range(word_count - 2, -1, -1):
+        encode.append(f"    if w{i + 1}:")
+        encode.append(f"        w{i} |= 1")
+    encode.append("    head = HEAD.pack(CLASS_ID, 0, body_size, w0)")
+    for i in range(1, word_count):
+        encode.append(f"    {'    ' * (i - 1)}if w{i - 1} & 1:")
+        encode.append(f"    {'    ' * i}head += WORD.pack(w{i})")
+    encode.append("    return head + b''.join(parts) if parts else head")
+
+    decode = ["def decode(cls, data, offset):", "    self = cls.__new__(cls)", "    try:"]
+    if word_count == 1:
+        decode += [
+            "        w0 = WORD.unpack_from(data, offset)[0]",
+            "        if w0 & UNDEFINED:",
+            "            (w0,), offset = read_flag_words(data, offset, MASKS)",
+            "        else:",
+            "            offset += 2",
+        ]
+    else:
+        decode.append(
+            f"        ({', '.join(words)},), offset = read_flag_words(data, offset, MASKS)"
+        )
+    for index, pdef in enumerate(props):
+        decode += codegen.indent(_decode_statements(pdef, index), 2)
+    truncated = f"syntax_error('{cdef.name} properties: content header truncated')"
+    decode += [
+        "    except DECODE_ERRORS:",
+        f"        raise {truncated} from None",
+        "    if offset != len(data):",
+        "        if offset > len(data):",
+        f"            raise {truncated}",
+        f"        raise syntax_error('{cdef.name} properties: stray bytes after the last')",
+        "    return self",
+    ]
+    scope = codegen.compile_functions(
+        "\n".join(init + encode + decode),
+        f"<amqp {cdef.name} properties>",
+        {
+            "CLASS_ID": cdef.class_id,
+            "HEAD": struct.Struct(">HHQH"),
+            "WORD": _WORD,
+            "MASKS": tuple(masks),
+            # Bits of the first word that mean "look closer": continuation or undefined flags.
+            "UNDEFINED": (~masks[0] & 0xFFFF),
+            "read_flag_words": read_flag_words,
+            **{code: struct.Struct(">" + code) for code in set(codegen.STRUCT_CODES.values())},
+        },
+    )
+    return {
+        "__init__": scope["__init__"],
+        "encode_header": scope["encode_header"],
+        "decode": classmethod(scope["decode"]),
+    }
 
 
 def generate_properties(spec: Spec) -> None:
     """Create a properties class for every class of ``spec`` that defines properties."""
     for cdef in spec.classes.values():
         if cdef.properties:
-            spec._properties[cdef.name] = _properties_class(cdef)
+            spec._properties[cdef.name] = properties_class(cdef)
             spec._properties_by_id[cdef.class_id] = spec._properties[cdef.name]
 
 
-def _properties_class(cdef: ClassDef) -> type[Properties]:
+def properties_class(cdef: ClassDef) -> type[Properties]:
+    """The generated properties class of one content class."""
     names = tuple(p.name for p in cdef.properties)
     attrs: dict[str, Any] = {
         "__slots__": names,
@@ -144,5 +205,6 @@ def _properties_class(cdef: ClassDef) -> type[Properties]:
         "property_defs": cdef.properties,
         "field_names": names,
         "__module__": __name__,
+        **_compile(cdef),
     }
     return type(f"{camel(cdef.name)}Properties", (Properties,), attrs)

@@ -21,8 +21,18 @@ if TYPE_CHECKING:
 #: message.transfer, which the XML uses without defining: as in Qpid's 0-9 implementation,
 #: an octet (0 inline, 1 reference) followed by a long string.
 PRIMITIVE_TYPES = frozenset(
-    {"bit", "octet", "short", "long", "longlong", "shortstr", "longstr", "timestamp", "table",
-     "content"}
+    {
+        "bit",
+        "octet",
+        "short",
+        "long",
+        "longlong",
+        "shortstr",
+        "longstr",
+        "timestamp",
+        "table",
+        "content",
+    }
 )
 
 
@@ -162,7 +172,9 @@ def parse_spec(xml_text: bytes) -> Spec:
         c.get("name", "").replace(" ", "-"): (int(c.get("value", "0")), c.get("class"))
         for c in root.findall("constant")
     }
-    domains = {d.get("name", "").replace(" ", "-"): d.get("type", "") for d in root.findall("domain")}
+    domains = {
+        d.get("name", "").replace(" ", "-"): d.get("type", "") for d in root.findall("domain")
+    }
     domains = {
         name: (typ.replace(" ", "-") if typ not in PRIMITIVE_TYPES else typ)
         for name, typ in domains.items()
@@ -213,7 +225,7 @@ def load_spec(filename: str) -> Spec:
     from .methods import generate_methods
     from .properties import generate_properties
 
-    text = resources.files(__package__).joinpath("spec", filename).read_bytes()
+    text = resources.files(__package__).joinpath("spec").joinpath(filename).read_bytes()
     spec = parse_spec(text)
     generate_methods(spec)
     generate_properties(spec)

@@ -39,7 +39,7 @@ _u8 = struct.Struct(">B")
 _i8 = struct.Struct(">b")
 _u16 = struct.Struct(">H")
 _i16 = struct.Struct(">h")
-_u32 = struct.Struct(">I")
+_u32 = U32 = struct.Struct(">I")
 _i32 = struct.Struct(">i")
 _u64 = struct.Struct(">Q")
 _i64 = struct.Struct(">q")
@@ -58,11 +58,15 @@ def syntax_error(text: str) -> errors.AMQPError:
 # -- strings -------------------------------------------------------------------------------
 
 
+#: The length octet of a short string of each length.
+_LENGTH_OCTETS = tuple(bytes((n,)) for n in range(256))
+
+
 def encode_shortstr(value: str | bytes) -> bytes:
     raw = value.encode("utf-8", "surrogateescape") if isinstance(value, str) else bytes(value)
     if len(raw) > 255:
         raise syntax_error(f"short string of {len(raw)} bytes exceeds 255: {raw[:40]!r}...")
-    return bytes((len(raw),)) + raw
+    return _LENGTH_OCTETS[len(raw)] + raw
 
 
 def decode_shortstr(data: bytes, offset: int) -> tuple[str, int]:
@@ -121,83 +125,153 @@ def decode_content(data: bytes, offset: int) -> tuple[Content, int]:
 
 # -- timestamps ----------------------------------------------------------------------------
 
+_SECOND = datetime.timedelta(seconds=1)
+_MAX_TIMESTAMP = 2**64 - 1
+
 
 def timestamp_seconds(value: int | datetime.datetime) -> int:
+    """Seconds since the epoch (a naive datetime is UTC); a 502 outside the unsigned 64-bit
+    range of the wire."""
     if isinstance(value, datetime.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=_UTC)
-        return int((value - _EPOCH).total_seconds())
-    return int(value)
+        seconds = (value - _EPOCH) // _SECOND  # integer arithmetic: no float rounding
+    else:
+        seconds = int(value)
+    if not 0 <= seconds <= _MAX_TIMESTAMP:
+        raise syntax_error(f"timestamp {value!r} is outside 0 .. 2**64-1 seconds since 1970")
+    return seconds
 
 
 def datetime_from_seconds(seconds: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(seconds=seconds)
 
 
-# -- field tables --------------------------------------------------------------------------
+# -- field tables: encoding ----------------------------------------------------------------
 
 
 def encode_table(table: Mapping[str, Any] | None, depth: int = 0) -> bytes:
     if not table:
         return b"\x00\x00\x00\x00"
+    if depth > MAX_TABLE_DEPTH:
+        raise syntax_error(f"field table nested deeper than {MAX_TABLE_DEPTH}")
     parts: list[bytes] = []
+    append = parts.append
+    encoders = _ENCODERS
     for key, value in table.items():
-        parts.append(encode_shortstr(key))
-        parts.append(encode_field_value(value, depth + 1))
+        append(encode_shortstr(key))
+        encoder = encoders.get(value.__class__)
+        append(encoder(value, depth) if encoder else _encode_other(value, depth))
     body = b"".join(parts)
     return _u32.pack(len(body)) + body
 
 
 def encode_array(values: Sequence[Any], depth: int = 0) -> bytes:
-    body = b"".join(encode_field_value(v, depth + 1) for v in values)
+    if depth > MAX_TABLE_DEPTH:
+        raise syntax_error(f"field array nested deeper than {MAX_TABLE_DEPTH}")
+    body = b"".join(encode_field_value(v, depth) for v in values)
     return _u32.pack(len(body)) + body
 
 
 def encode_field_value(value: Any, depth: int = 0) -> bytes:
-    """One typed field value: the type octet and the value."""
-    if depth > MAX_TABLE_DEPTH:
-        raise syntax_error(f"field table nested deeper than {MAX_TABLE_DEPTH}")
-    if value is None:
-        return b"V"
-    if value is True:
-        return b"t\x01"
-    if value is False:
-        return b"t\x00"
-    if isinstance(value, int):
-        if -(2**31) <= value < 2**31:
-            return b"I" + _i32.pack(value)
-        if -(2**63) <= value < 2**63:
-            return b"l" + _i64.pack(value)
-        raise syntax_error(f"integer {value} does not fit a signed 64-bit field")
-    if isinstance(value, str):
-        return b"S" + encode_longstr(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return b"x" + encode_longstr(bytes(value))
-    if isinstance(value, float):
-        return b"d" + _f64.pack(value)
-    if isinstance(value, decimal.Decimal):
-        return b"D" + _encode_decimal(value)
-    if isinstance(value, datetime.datetime):
-        return b"T" + _u64.pack(timestamp_seconds(value))
-    if isinstance(value, Mapping):
-        return b"F" + encode_table(value, depth)
-    if isinstance(value, (list, tuple)):
-        return b"A" + encode_array(value, depth)
-    raise syntax_error(f"no AMQP field type for a value of type {type(value).__name__}")
+    """One typed field value: the type octet and the value. ``depth`` is the nesting level
+    of the table or array holding it."""
+    encoder = _ENCODERS.get(value.__class__)
+    return encoder(value, depth) if encoder else _encode_other(value, depth)
 
 
-def _encode_decimal(value: decimal.Decimal) -> bytes:
+def _encode_int(value: int, depth: int) -> bytes:
+    if -(2**31) <= value < 2**31:
+        return b"I" + _i32.pack(value)
+    if -(2**63) <= value < 2**63:
+        return b"l" + _i64.pack(value)
+    raise syntax_error(f"integer {value} does not fit a signed 64-bit field")
+
+
+def _encode_str(value: str, depth: int) -> bytes:
+    raw = value.encode("utf-8", "surrogateescape")
+    return b"S" + _u32.pack(len(raw)) + raw
+
+
+def _encode_bytes(value: bytes | bytearray | memoryview, depth: int) -> bytes:
+    raw = bytes(value)
+    return b"x" + _u32.pack(len(raw)) + raw
+
+
+def _encode_decimal(value: decimal.Decimal, depth: int) -> bytes:
     sign, digits, exponent = value.as_tuple()
     if not isinstance(exponent, int):
         raise syntax_error(f"decimal {value} is not finite")
+    if exponent > 10:  # no int32 has more digits; refuse before computing 10**exponent
+        raise syntax_error(f"decimal {value} does not fit scale octet + int32")
+    unscaled = int("".join(map(str, digits)) or "0") * 10 ** max(exponent, 0)
+    unscaled = -unscaled if sign else unscaled
     scale = max(0, -exponent)
-    unscaled = int(value.scaleb(scale))
     if scale > 255 or not -(2**31) <= unscaled < 2**31:
         raise syntax_error(f"decimal {value} does not fit scale octet + int32")
-    return _decimal.pack(scale, unscaled)
+    return b"D" + _decimal.pack(scale, unscaled)
 
 
-def _decode_decimal(data: bytes, offset: int) -> tuple[decimal.Decimal, int]:
+def _encode_datetime(value: datetime.datetime, depth: int) -> bytes:
+    return b"T" + _u64.pack(timestamp_seconds(value))
+
+
+def _encode_nested_table(value: Mapping[str, Any], depth: int) -> bytes:
+    return b"F" + encode_table(value, depth + 1)
+
+
+def _encode_nested_array(value: Sequence[Any], depth: int) -> bytes:
+    return b"A" + encode_array(value, depth + 1)
+
+
+#: Encoders by exact type (a dict lookup instead of an isinstance chain); subclasses go
+#: through ``_encode_other``.
+_ENCODERS: dict[type, Callable[[Any, int], bytes]] = {
+    type(None): lambda value, depth: b"V",
+    bool: lambda value, depth: b"t\x01" if value else b"t\x00",
+    int: _encode_int,
+    str: _encode_str,
+    bytes: _encode_bytes,
+    bytearray: _encode_bytes,
+    memoryview: _encode_bytes,
+    float: lambda value, depth: b"d" + _f64.pack(value),
+    decimal.Decimal: _encode_decimal,
+    datetime.datetime: _encode_datetime,
+    dict: _encode_nested_table,
+    list: _encode_nested_array,
+    tuple: _encode_nested_array,
+}
+#: Order matters: bool before int, as bool is an int.
+_BASE_TYPES = (
+    bool,
+    int,
+    str,
+    bytes,
+    bytearray,
+    memoryview,
+    float,
+    decimal.Decimal,
+    datetime.datetime,
+    dict,
+    list,
+    tuple,
+)
+
+
+def _encode_other(value: Any, depth: int) -> bytes:
+    """Values of a subclass of a field type (an IntEnum, an OrderedDict, ...) or a Mapping."""
+    for base in _BASE_TYPES:
+        if isinstance(value, base):
+            return _ENCODERS[base](value, depth)
+    if isinstance(value, Mapping):
+        return _encode_nested_table(value, depth)
+    raise syntax_error(f"no AMQP field type for a value of type {type(value).__name__}")
+
+
+# -- field tables: decoding ----------------------------------------------------------------
+
+
+def _decode_decimal(data: bytes, offset: int, depth: int) -> tuple[decimal.Decimal, int]:
     scale, unscaled = _decimal.unpack_from(data, offset)
     return decimal.Decimal(unscaled).scaleb(-scale), offset + 5
 
@@ -235,10 +309,6 @@ def _decode_bytes_value(data: bytes, offset: int, depth: int) -> tuple[bytes, in
     return decode_longstr_bytes(data, offset)
 
 
-def _decode_decimal_value(data: bytes, offset: int, depth: int) -> tuple[decimal.Decimal, int]:
-    return _decode_decimal(data, offset)
-
-
 def _decode_table_value(data: bytes, offset: int, depth: int) -> tuple[dict[str, Any], int]:
     return _decode_table(data, offset, depth + 1)
 
@@ -259,7 +329,7 @@ _FIELD_DECODERS: dict[int, Callable[[bytes, int, int], tuple[Any, int]]] = {
     ord("L"): _fixed(_u64),
     ord("f"): _fixed(_f32),
     ord("d"): _fixed(_f64),
-    ord("D"): _decode_decimal_value,
+    ord("D"): _decode_decimal,
     ord("S"): _decode_longstr_value,
     ord("x"): _decode_bytes_value,
     ord("A"): _decode_array_value,
@@ -267,39 +337,59 @@ _FIELD_DECODERS: dict[int, Callable[[bytes, int, int], tuple[Any, int]]] = {
     ord("F"): _decode_table_value,
     ord("V"): _decode_void,
 }
+_TYPE_S, _TYPE_I, _TYPE_T = ord("S"), ord("I"), ord("t")
 
 
 def _decode_field_value(data: bytes, offset: int, depth: int) -> tuple[Any, int]:
-    if depth > MAX_TABLE_DEPTH:
-        raise syntax_error(f"field table nested deeper than {MAX_TABLE_DEPTH}")
+    """The value at ``offset`` (its type octet first) and the offset after it.
+
+    The types of most values (long strings, int32, booleans) are decoded inline; the rest go
+    through ``_FIELD_DECODERS``. Bounds are checked by the caller against its length.
+    """
     kind = data[offset]
+    offset += 1
+    if kind == _TYPE_S:
+        end = offset + 4 + _u32.unpack_from(data, offset)[0]
+        raw = data[offset + 4 : end]
+        try:
+            return raw.decode("utf-8"), end
+        except UnicodeDecodeError:
+            return bytes(raw), end
+    if kind == _TYPE_I:
+        return _i32.unpack_from(data, offset)[0], offset + 4
+    if kind == _TYPE_T:
+        return data[offset] != 0, offset + 1
     decoder = _FIELD_DECODERS.get(kind)
     if decoder is None:
         raise syntax_error(f"unknown field-table value type {chr(kind)!r} (0x{kind:02x})")
-    return decoder(data, offset + 1, depth)
+    return decoder(data, offset, depth)
+
+
+def _container_end(data: bytes, offset: int, depth: int, what: str) -> tuple[int, int]:
+    """(start, end) of the contents of the table or array whose length is at ``offset``."""
+    if depth > MAX_TABLE_DEPTH:
+        raise syntax_error(f"field {what} nested deeper than {MAX_TABLE_DEPTH}")
+    start = offset + 4
+    end = start + _u32.unpack_from(data, offset)[0]
+    if end > len(data):
+        raise syntax_error(f"field {what} runs past the end of the frame")
+    return start, end
 
 
 def _decode_table(data: bytes, offset: int, depth: int) -> tuple[dict[str, Any], int]:
-    (length,) = _u32.unpack_from(data, offset)
-    offset += 4
-    end = offset + length
-    if end > len(data):
-        raise syntax_error("field table runs past the end of the frame")
+    offset, end = _container_end(data, offset, depth, "table")
     table: dict[str, Any] = {}
     while offset < end:
-        key, offset = decode_shortstr(data, offset)
-        table[key], offset = _decode_field_value(data, offset, depth)
+        key_end = offset + 1 + data[offset]
+        key = data[offset + 1 : key_end].decode("utf-8", "surrogateescape")
+        table[key], offset = _decode_field_value(data, key_end, depth)
     if offset != end:
         raise syntax_error("field table length does not match its contents")
     return table, end
 
 
 def _decode_array(data: bytes, offset: int, depth: int) -> tuple[list[Any], int]:
-    (length,) = _u32.unpack_from(data, offset)
-    offset += 4
-    end = offset + length
-    if end > len(data):
-        raise syntax_error("field array runs past the end of the frame")
+    offset, end = _container_end(data, offset, depth, "array")
     values: list[Any] = []
     while offset < end:
         value, offset = _decode_field_value(data, offset, depth)
@@ -311,8 +401,6 @@ def _decode_array(data: bytes, offset: int, depth: int) -> tuple[list[Any], int]
 
 def decode_table(data: bytes, offset: int) -> tuple[dict[str, Any], int]:
     """Decode a field table at ``offset``; returns the table and the offset after it."""
-    if data[offset : offset + 4] == b"\x00\x00\x00\x00":
-        return {}, offset + 4
     try:
         return _decode_table(data, offset, 0)
     except (struct.error, IndexError):
