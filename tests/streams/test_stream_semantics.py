@@ -1,0 +1,516 @@
+"""Stream queues over AMQP 0-9-1: the same test code against the bundled broker and RabbitMQ.
+
+What RabbitMQ 3.10 does was established by running these tests against it; the bundled
+broker must do the same.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pytest
+from pika.adapters.blocking_connection import BlockingChannel
+from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker
+
+STREAM = {"x-queue-type": "stream"}
+WAIT = 5.0  # seconds a test waits for deliveries it expects
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(
+            "bundled",
+            marks=pytest.mark.xfail(
+                strict=True, reason="stream queues not wired into the broker yet"
+            ),
+        ),
+        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
+    ]
+)
+def url(request: pytest.FixtureRequest) -> str:
+    """``broker_url`` of tests/conftest.py, with the bundled broker's tests expected to fail
+    until stream queues are wired into it (remove this fixture then and use ``broker_url``)."""
+    fixture = {"bundled": "bundled_broker_url", "rabbitmq": "rabbitmq_url"}[request.param]
+    value: str = request.getfixturevalue(fixture)
+    return value
+
+
+@pytest.fixture
+def connection(url: str) -> Iterator[pika.BlockingConnection]:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    yield conn
+    if conn.is_open:
+        conn.close()
+
+
+@pytest.fixture
+def stream(connection: pika.BlockingConnection) -> Iterator[str]:
+    """A new, empty stream queue's name."""
+    name = f"stream-{uuid.uuid4().hex[:12]}"
+    ch = connection.channel()
+    ch.queue_declare(name, durable=True, arguments=STREAM)
+    ch.close()
+    yield name
+    if connection.is_open:
+        connection.channel().queue_delete(name)
+
+
+def publish(connection: pika.BlockingConnection, queue: str, bodies: list[bytes]) -> None:
+    """Publish with confirms, waiting for each: every message is a chunk of its own."""
+    ch = connection.channel()
+    ch.confirm_delivery()
+    for body in bodies:
+        ch.basic_publish("", queue, body)
+    ch.close()
+
+
+class Consumer:
+    """A consumer on its own channel, recording (delivery tag, offset header, body)."""
+
+    def __init__(
+        self,
+        connection: pika.BlockingConnection,
+        queue: str,
+        offset: Any = None,
+        prefetch: int = 100,
+    ) -> None:
+        self.connection = connection
+        self.channel: BlockingChannel = connection.channel()
+        self.channel.basic_qos(prefetch_count=prefetch)
+        self.received: list[tuple[int, Any, bytes]] = []
+        self.headers: list[dict[str, Any]] = []
+        args = None if offset is None else {"x-stream-offset": offset}
+        self.channel.basic_consume(queue, self._on_message, arguments=args)
+
+    def _on_message(self, ch: Any, method: Any, properties: Any, body: bytes) -> None:
+        headers = properties.headers or {}
+        self.headers.append(headers)
+        self.received.append((method.delivery_tag, headers.get("x-stream-offset"), body))
+
+    def wait(self, count: int, timeout: float = WAIT) -> list[int]:
+        """Offsets received, once ``count`` arrived or ``timeout`` passed."""
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count and time.monotonic() < deadline:
+            self.connection.process_data_events(time_limit=0.05)
+        return self.offsets
+
+    def settle(self, seconds: float) -> list[int]:
+        """Offsets received after letting ``seconds`` pass (to see nothing more comes)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.connection.process_data_events(time_limit=0.05)
+        return self.offsets
+
+    @property
+    def offsets(self) -> list[int]:
+        return [offset for _, offset, _ in self.received]
+
+
+def declare_error(url: str, **kwargs: Any) -> tuple[int, str]:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        conn.channel().queue_declare(**kwargs)
+    except (ChannelClosedByBroker, ConnectionClosedByBroker) as e:
+        return e.reply_code, e.reply_text
+    finally:
+        if conn.is_open:
+            conn.close()
+    raise AssertionError(f"queue.declare({kwargs}) was accepted")
+
+
+def name() -> str:
+    return f"stream-{uuid.uuid4().hex[:12]}"
+
+
+# -- declaring --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("properties", "refused"),
+    [
+        ({"exclusive": True}, "exclusive-owner"),
+        ({"auto_delete": True}, "auto-delete"),
+        ({"durable": False}, "non-durable"),
+    ],
+)
+def test_declare_refuses_what_a_stream_cannot_be(
+    url: str, properties: dict[str, bool], refused: str
+) -> None:
+    q = name()
+    kwargs: dict[str, Any] = {"queue": q, "durable": True, "arguments": STREAM, **properties}
+    assert declare_error(url, **kwargs) == (
+        406,
+        f"PRECONDITION_FAILED - invalid property '{refused}' for queue '{q}' in vhost '/'",
+    )
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("x-max-priority", 10),
+        ("x-dead-letter-exchange", "dlx"),
+        ("x-dead-letter-routing-key", "k"),
+        ("x-message-ttl", 1000),
+        ("x-expires", 1000),
+        ("x-max-length", 10),
+        ("x-overflow", "reject-publish"),
+        ("x-single-active-consumer", True),
+    ],
+)
+def test_declare_refuses_classic_queue_arguments(url: str, argument: str, value: Any) -> None:
+    q = name()
+    args = {**STREAM, argument: value}
+    assert declare_error(url, queue=q, durable=True, arguments=args) == (
+        406,
+        f"PRECONDITION_FAILED - invalid arg '{argument}' for queue '{q}' in vhost '/' "
+        "of queue type rabbit_stream_queue",
+    )
+
+
+def test_declare_accepts_retention_and_segment_size(
+    connection: pika.BlockingConnection,
+) -> None:
+    q = name()
+    args = {
+        **STREAM,
+        "x-max-length-bytes": 10_000_000,
+        "x-max-age": "7D",
+        "x-stream-max-segment-size-bytes": 1_000_000,
+    }
+    ch = connection.channel()
+    ok = ch.queue_declare(q, durable=True, arguments=args).method
+    assert (ok.queue, ok.message_count, ok.consumer_count) == (q, 0, 0)
+    assert ch.queue_declare(q, durable=True, arguments=args).method.queue == q
+    ch.queue_delete(q)
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "detail"),
+    [
+        ("x-max-age", "1x", "invalid_max_age"),
+        ("x-max-age", "0s", "invalid_max_age"),
+        ("x-max-age", 100, "{unacceptable_type,signedint}"),
+        ("x-max-length-bytes", -1, "{value_negative,-1}"),
+        ("x-max-length-bytes", "big", '"expected integer, got longstr"'),
+        ("x-stream-max-segment-size-bytes", -5, "{value_negative,-5}"),
+    ],
+)
+def test_declare_refuses_invalid_retention_values(
+    url: str, argument: str, value: Any, detail: str
+) -> None:
+    q = name()
+    args = {**STREAM, argument: value}
+    assert declare_error(url, queue=q, durable=True, arguments=args) == (
+        406,
+        f"PRECONDITION_FAILED - invalid arg '{argument}' for queue '{q}' in vhost '/': {detail}",
+    )
+
+
+def test_declare_refuses_a_segment_size_over_3_gb(url: str) -> None:
+    args = {**STREAM, "x-stream-max-segment-size-bytes": 3_000_000_001}
+    assert declare_error(url, queue=name(), durable=True, arguments=args) == (
+        406,
+        "PRECONDITION_FAILED - Exceeded max value for x-stream-max-segment-size-bytes",
+    )
+
+
+def test_declare_refuses_a_server_named_stream(url: str) -> None:
+    assert declare_error(url, queue="", durable=True, arguments=STREAM) == (
+        406,
+        "PRECONDITION_FAILED - Cannot declare a server-named queue for type rabbit_stream_queue",
+    )
+
+
+# -- what makes no sense on a stream ----------------------------------------------------------
+
+
+def consume_error(connection: pika.BlockingConnection, queue: str, **kwargs: Any) -> Exception:
+    ch = connection.channel()
+    qos = kwargs.pop("qos", {"prefetch_count": 10})
+    try:
+        for settings in qos if isinstance(qos, list) else [qos]:
+            ch.basic_qos(**settings)
+        ch.basic_consume(queue, lambda *a: None, **kwargs)
+    except (ChannelClosedByBroker, ConnectionClosedByBroker) as e:
+        return e
+    raise AssertionError("basic.consume was accepted")
+
+
+def test_consume_without_prefetch_is_refused(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    e = consume_error(connection, stream, qos={"prefetch_count": 0})
+    assert isinstance(e, ChannelClosedByBroker)
+    assert (e.reply_code, e.reply_text) == (
+        406,
+        f"PRECONDITION_FAILED - consumer prefetch count is not set for "
+        f"'queue '{stream}' in vhost '/''",
+    )
+
+
+def test_consume_with_only_a_global_prefetch_is_refused_as_unset(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    e = consume_error(connection, stream, qos={"prefetch_count": 10, "global_qos": True})
+    assert isinstance(e, ChannelClosedByBroker) and e.reply_code == 406
+
+
+def test_consume_with_a_global_prefetch_closes_the_connection(url: str, stream: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    e = consume_error(
+        conn, stream, qos=[{"prefetch_count": 10}, {"prefetch_count": 10, "global_qos": True}]
+    )
+    assert isinstance(e, ConnectionClosedByBroker)
+    assert (e.reply_code, e.reply_text) == (
+        540,
+        f"NOT_IMPLEMENTED - queue '{stream}' in vhost '/' does not support global qos",
+    )
+
+
+def test_no_ack_consume_closes_the_connection(url: str, stream: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    e = consume_error(conn, stream, auto_ack=True)
+    assert isinstance(e, ConnectionClosedByBroker)
+    assert (e.reply_code, e.reply_text) == (
+        540,
+        "NOT_IMPLEMENTED - automatic acknowledgement not supported by stream queues "
+        f"queue '{stream}' in vhost '/'",
+    )
+
+
+def test_consumer_priority_is_refused(connection: pika.BlockingConnection, stream: str) -> None:
+    e = consume_error(connection, stream, arguments={"x-priority": 5})
+    assert isinstance(e, ChannelClosedByBroker)
+    assert (e.reply_code, e.reply_text) == (
+        406,
+        f"PRECONDITION_FAILED - invalid arg 'x-priority' for queue '{stream}' in vhost '/' "
+        "of queue type rabbit_stream_queue",
+    )
+
+
+@pytest.mark.parametrize("no_ack", [False, True])
+def test_basic_get_closes_the_connection(url: str, stream: str, no_ack: bool) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    with pytest.raises(ConnectionClosedByBroker) as e:
+        conn.channel().basic_get(stream, auto_ack=no_ack)
+    assert (e.value.reply_code, e.value.reply_text) == (
+        540,
+        f"NOT_IMPLEMENTED - basic.get not supported by stream queues queue '{stream}' in vhost '/'",
+    )
+
+
+def test_purge_closes_the_connection(url: str, stream: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    with pytest.raises(ConnectionClosedByBroker) as e:
+        conn.channel().queue_purge(stream)
+    assert e.value.reply_code == 540
+    assert "queue.purge not supported by stream queues" in e.value.reply_text
+
+
+@pytest.mark.parametrize("settle", ["nack", "reject", "nack-no-requeue"])
+def test_nack_and_reject_close_the_connection(url: str, stream: str, settle: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    publish(conn, stream, [b"m"])
+    consumer = Consumer(conn, stream, "first")
+    assert consumer.wait(1) == [0]
+    tag = consumer.received[0][0]
+    ch = consumer.channel
+    with pytest.raises(ConnectionClosedByBroker) as e:
+        if settle == "reject":
+            ch.basic_reject(tag, requeue=True)
+        else:
+            ch.basic_nack(tag, requeue=settle == "nack")
+        consumer.settle(2.0)
+    assert (e.value.reply_code, e.value.reply_text) == (
+        540,
+        "NOT_IMPLEMENTED - basic.nack and basic.reject not supported by stream queues "
+        f"queue '{stream}' in vhost '/'",
+    )
+
+
+def test_ack_of_an_unknown_delivery_tag_closes_the_channel(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"m"])
+    consumer = Consumer(connection, stream, "first")
+    consumer.wait(1)
+    consumer.channel.basic_ack(99)
+    consumer.settle(1.0)
+    assert consumer.channel.is_closed  # 406 PRECONDITION_FAILED - unknown delivery tag 99
+
+
+# -- offsets ----------------------------------------------------------------------------------
+
+
+def test_offsets_are_dense_increasing_and_in_a_long_header(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"m%d" % i for i in range(20)])
+    consumer = Consumer(connection, stream, "first")
+    assert consumer.wait(20) == list(range(20))
+    assert [body for _, _, body in consumer.received] == [b"m%d" % i for i in range(20)]
+    # RabbitMQ sends the offset as a signed 64-bit field ("l"), which pika decodes to `long`.
+    assert type(consumer.headers[0]["x-stream-offset"]).__name__ == "long"
+
+
+@pytest.mark.parametrize(
+    ("offset", "expected"),
+    [
+        ("first", [0, 1, 2, 3, 4]),
+        (0, [0, 1, 2, 3, 4]),
+        (3, [3, 4]),
+        (-1, [0, 1, 2, 3, 4]),
+        ("last", [4]),  # the start of the last chunk; each message here is a chunk
+        ("next", []),
+        (None, []),  # "next" is the default
+        ("1h", [0, 1, 2, 3, 4]),
+        ("1D", [0, 1, 2, 3, 4]),
+        ("1Y", [0, 1, 2, 3, 4]),
+    ],
+)
+def test_x_stream_offset_forms(
+    connection: pika.BlockingConnection, stream: str, offset: Any, expected: list[int]
+) -> None:
+    publish(connection, stream, [b"m%d" % i for i in range(5)])
+    consumer = Consumer(connection, stream, offset)
+    assert consumer.wait(len(expected) + 1, timeout=1.5) == expected
+    publish(connection, stream, [b"later"])
+    assert consumer.wait(len(expected) + 1) == [*expected, 5]
+
+
+def test_x_stream_offset_timestamp_attaches_at_the_first_chunk_after_it(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"old"])
+    time.sleep(2.1)  # AMQP timestamps have whole seconds
+    middle = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=1)
+    publish(connection, stream, [b"new"])
+    assert Consumer(connection, stream, middle).wait(1) == [1]
+    past = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+    assert Consumer(connection, stream, past).wait(2) == [0, 1]
+    future = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)
+    assert Consumer(connection, stream, future).settle(0.5) == []
+
+
+def test_x_stream_offset_interval_shorter_than_the_age_skips_older_messages(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"old"])
+    time.sleep(2.5)
+    publish(connection, stream, [b"new"])
+    assert Consumer(connection, stream, "2s").wait(1) == [1]
+
+
+def test_x_stream_offset_past_the_end_waits_for_that_offset(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"m0", b"m1"])
+    consumer = Consumer(connection, stream, 4)
+    publish(connection, stream, [b"m2", b"m3", b"m4", b"m5"])
+    assert consumer.wait(2) == [4, 5]
+
+
+def test_last_on_an_empty_stream_gets_the_first_message_published(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    consumer = Consumer(connection, stream, "last")
+    publish(connection, stream, [b"a", b"b"])
+    assert consumer.wait(2) == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("offset", "detail"),
+    [
+        ("1x", '{invalid_stream_offset_arg,{longstr,<<"1x">>}}'),
+        ("0s", '{invalid_stream_offset_arg,{longstr,<<"0s">>}}'),
+        ("1.5h", '{invalid_stream_offset_arg,{longstr,<<"1.5h">>}}'),
+    ],
+)
+def test_invalid_x_stream_offset_closes_the_channel(
+    connection: pika.BlockingConnection, stream: str, offset: str, detail: str
+) -> None:
+    e = consume_error(connection, stream, arguments={"x-stream-offset": offset})
+    assert isinstance(e, ChannelClosedByBroker)
+    assert (e.reply_code, e.reply_text) == (
+        406,
+        f"PRECONDITION_FAILED - invalid arg 'x-stream-offset' for queue '{stream}' "
+        f"in vhost '/': {detail}",
+    )
+
+
+@pytest.mark.parametrize("offset", ["bogus", "h", True])
+def test_x_stream_offset_rabbitmq_fails_on_internally(url: str, stream: str, offset: Any) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    e = consume_error(conn, stream, arguments={"x-stream-offset": offset})
+    assert isinstance(e, ConnectionClosedByBroker)
+    assert (e.reply_code, e.reply_text) == (541, "INTERNAL_ERROR")
+
+
+# -- consumers --------------------------------------------------------------------------------
+
+
+def test_acks_are_credit_and_do_not_remove_messages(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"m%d" % i for i in range(5)])
+    consumer = Consumer(connection, stream, "first", prefetch=2)
+    assert consumer.settle(1.0) == [0, 1]
+    consumer.channel.basic_ack(consumer.received[0][0])
+    assert consumer.wait(3) == [0, 1, 2]
+    consumer.channel.basic_ack(consumer.received[2][0], multiple=True)
+    assert consumer.wait(5) == [0, 1, 2, 3, 4]
+    assert Consumer(connection, stream, "first").wait(5) == [0, 1, 2, 3, 4]
+
+
+def test_two_consumers_read_independently_at_their_own_offsets(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    publish(connection, stream, [b"m%d" % i for i in range(10)])
+    early = Consumer(connection, stream, "first", prefetch=3)
+    late = Consumer(connection, stream, 7)
+    assert late.wait(3) == [7, 8, 9]
+    assert early.settle(0.5) == [0, 1, 2]  # no ack, no more credit
+    publish(connection, stream, [b"m10"])
+    assert late.wait(4) == [7, 8, 9, 10]
+    assert early.offsets == [0, 1, 2]
+
+
+def test_redeclaring_with_another_max_age_is_refused(
+    connection: pika.BlockingConnection, url: str
+) -> None:
+    q = name()
+    connection.channel().queue_declare(q, durable=True, arguments={**STREAM, "x-max-age": "1h"})
+    try:
+        assert declare_error(
+            url, queue=q, durable=True, arguments={**STREAM, "x-max-age": "2h"}
+        ) == (
+            406,
+            f"PRECONDITION_FAILED - inequivalent arg 'x-max-age' for queue '{q}' in vhost '/': "
+            "received '2h' but current is '1h'",
+        )
+    finally:
+        connection.channel().queue_delete(q)
+
+
+@pytest.mark.slow
+def test_consumer_at_offset_n_of_a_million_message_stream_starts_quickly(
+    connection: pika.BlockingConnection, stream: str
+) -> None:
+    ch = connection.channel()
+    ch.confirm_delivery()
+    body = b"x" * 16
+    # Without waiting for each confirm: publish 1000 per confirmed round.
+    ch_fast = connection.channel()
+    for _ in range(1000):
+        for _ in range(999):
+            ch_fast.basic_publish("", stream, body)
+        ch.basic_publish("", stream, body)
+    began = time.monotonic()
+    consumer = Consumer(connection, stream, 765_432, prefetch=10)
+    assert consumer.wait(1, timeout=10)[:1] == [765_432]
+    assert time.monotonic() - began < 2.0
