@@ -109,6 +109,9 @@ class Connection:
         self._sock = self._open_socket()
         try:
             self._handshake(client_properties)
+        except OSError as e:
+            self._sock.close()
+            raise AMQPConnectionError(0, f"connection lost during the handshake: {e}") from e
         except BaseException:
             self._sock.close()
             raise
@@ -395,7 +398,9 @@ class Connection:
                     f"(heartbeat {self.heartbeat}s)",
                 )
             )
-        elif now - self._last_sent >= self.heartbeat / 2:
+        elif now - self._last_sent >= self.heartbeat / 2 and not self._send_lock.locked():
+            # A caller holding the send lock is writing, which the server counts as a sign of
+            # life; waiting for it could stall this thread's reading behind a slow write.
             with contextlib.suppress(ClientError):
                 self._send(self._proto.send_heartbeat())
 
