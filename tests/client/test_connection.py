@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -122,6 +123,8 @@ class SilentServer:
 
     def close(self) -> None:
         if self.conn is not None:
+            with contextlib.suppress(OSError):  # shutdown, not only close: wakes our recv
+                self.conn.shutdown(socket.SHUT_RDWR)
             self.conn.close()
         self.listener.close()
 
@@ -147,3 +150,17 @@ def test_silent_server_is_detected_after_two_missed_heartbeats(
         assert 2 <= elapsed < 4
         with pytest.raises(ConnectionClosed, match="missed heartbeats"):
             c.channel()
+
+
+def test_dropped_socket_wakes_a_waiting_caller_with_connection_closed() -> None:
+    server = SilentServer(heartbeat=0)
+    try:
+        with connect(f"amqp://guest:guest@127.0.0.1:{server.port}/") as c:
+            threading.Timer(0.5, server.close).start()
+            began = time.monotonic()
+            with pytest.raises(ConnectionClosed, match="closed the socket"):
+                c.channel()  # channel.open is never answered
+            assert time.monotonic() - began < 5
+            assert not c.is_open
+    finally:
+        server.close()
