@@ -21,7 +21,7 @@ from pamqp import frame as pamqp_frame
 from pamqp import header as pamqp_header
 
 from amqp_spark.protocol import SPEC_0_9_1, Connection, events, values
-from benchmarks.common import Row, min_seconds, rate, row
+from benchmarks.common import Row, compare, min_seconds, row
 
 CHANNEL = 1
 BODY = bytes(range(100))
@@ -36,8 +36,8 @@ PROPERTIES: dict[str, Any] = {
     "timestamp": 1_700_000_000,
     "app_id": "bench",
 }
-PUBLISH = {"exchange": "amq.topic", "routing_key": "orders.eu.created", "mandatory": False}
-DELIVER = {
+PUBLISH: dict[str, Any] = {"exchange": "amq.topic", "routing_key": "orders.eu.created", "mandatory": False}
+DELIVER: dict[str, Any] = {
     "consumer_tag": "amq.ctag-0123456789abcdef",
     "delivery_tag": 123_456,
     "redelivered": False,
@@ -142,34 +142,19 @@ def run(quick: bool) -> list[Row]:
     rows = []
     for name, ((ours_enc, ours_dec), (ref_enc, ref_dec)) in pairs.items():
         for what, ours, ref in (("encode", ours_enc, ref_enc), ("decode", ours_dec, ref_dec)):
-            rows.append(
-                row(
-                    f"{name} message {what} (method+header+100 B body)",
-                    "msg/s",
-                    rate(ours, seconds),
-                    rate(ref, seconds),
-                    "pamqp",
-                )
-            )
+            figure = f"{name} message {what} (method+header+100 B body)"
+            rows.append(row(figure, "msg/s", *compare(ours, ref, seconds), "pamqp"))
     encoded = values.encode_table(TABLE)
     assert values.decode_table(encoded, 0)[0] == TABLE
     ref_encoded = pamqp_encode.field_table(TABLE)
-    rows.append(
-        row(
-            "field table encode (20 entries)",
-            "tables/s",
-            rate(lambda: values.encode_table(TABLE), seconds),
-            rate(lambda: pamqp_encode.field_table(TABLE), seconds),
-            "pamqp",
-        )
+    encode_rates = compare(
+        lambda: values.encode_table(TABLE), lambda: pamqp_encode.field_table(TABLE), seconds
     )
-    rows.append(
-        row(
-            "field table decode (20 entries)",
-            "tables/s",
-            rate(lambda: values.decode_table(encoded, 0), seconds),
-            rate(lambda: pamqp_decode.field_table(ref_encoded), seconds),
-            "pamqp",
-        )
+    decode_rates = compare(
+        lambda: values.decode_table(encoded, 0),
+        lambda: pamqp_decode.field_table(ref_encoded),
+        seconds,
     )
+    rows.append(row("field table encode (20 entries)", "tables/s", *encode_rates, "pamqp"))
+    rows.append(row("field table decode (20 entries)", "tables/s", *decode_rates, "pamqp"))
     return rows

@@ -44,6 +44,24 @@ def rate(operation: Callable[[], object], min_time: float, batch: int = 100) -> 
     return calls / elapsed
 
 
+def compare(
+    ours: Callable[[], object],
+    reference: Callable[[], object],
+    min_time: float,
+    rounds: int = 3,
+) -> tuple[float, float]:
+    """Best rates of ``ours`` and ``reference`` over ``rounds`` alternating measurements.
+
+    Alternating and keeping the best of each makes the ratio robust to load from other
+    processes, which only ever slows a measurement down.
+    """
+    best_ours = best_reference = 0.0
+    for _ in range(rounds):
+        best_ours = max(best_ours, rate(ours, min_time / rounds))
+        best_reference = max(best_reference, rate(reference, min_time / rounds))
+    return best_ours, best_reference
+
+
 def row(
     figure: str, unit: str, ours: float, reference: float | None = None, reference_name: str = ""
 ) -> Row:
