@@ -95,6 +95,8 @@ def parse_url(url: str, *, ssl_context: ssl.SSLContext | None = None) -> Connect
     )
     if scheme == "amqp" and ssl_context is not None:
         raise ValueError("ssl_context was given for an amqp:// URL: use amqps://")
+    if params.connection_timeout <= 0:
+        raise ValueError("connection_timeout must be a positive number of milliseconds")
     if params.frame_max and params.frame_max < frames.FRAME_MIN_SIZE:
         raise ValueError(
             f"frame_max={params.frame_max} is below the protocol's minimum "

@@ -64,6 +64,7 @@ def test_unknown_query_parameter_is_named_with_the_accepted_ones() -> None:
         ("amqp://h?heartbeat=soon", "heartbeat"),
         ("amqp://h?channel_max=-1", "negative"),
         ("amqp://h?frame_max=100", "minimum"),
+        ("amqp://h?connection_timeout=0", "positive"),
         ("amqp://h/a/b", "%2F"),
         ("amqp://h?cacertfile=/ca.pem", "amqps"),
         ("amqps://h?verify=maybe", "verify_peer"),
