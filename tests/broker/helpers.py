@@ -8,8 +8,14 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
 
-def drain(connection: pika.BlockingConnection, channel: BlockingChannel, queue: str,
-          expected: int, timeout: float = 5.0, **consume_kwargs: object) -> list[bytes]:
+def drain(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    expected: int,
+    timeout: float = 5.0,
+    **consume_kwargs: object,
+) -> list[bytes]:
     """Consume (with auto-ack) until ``expected`` bodies arrived or ``timeout`` passed."""
     bodies: list[bytes] = []
     tag = channel.basic_consume(

@@ -12,7 +12,9 @@ from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker, Unr
 from .helpers import drain, get_all
 
 
-def test_publish_then_get_returns_message_and_remaining_count(channel: BlockingChannel, name: str) -> None:
+def test_publish_then_get_returns_message_and_remaining_count(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True)
     for i in range(3):
         channel.basic_publish("", name, b"m%d" % i, pika.BasicProperties(content_type="text/plain"))
@@ -29,7 +31,9 @@ def test_get_on_empty_queue_is_get_empty(channel: BlockingChannel, name: str) ->
     assert channel.basic_get(name) == (None, None, None)
 
 
-def test_declare_ok_reports_message_and_consumer_counts(channel: BlockingChannel, name: str) -> None:
+def test_declare_ok_reports_message_and_consumer_counts(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True)
     channel.confirm_delivery()  # RabbitMQ counts a message once it is confirmed
     channel.basic_publish("", name, b"x")
@@ -48,7 +52,9 @@ def test_consume_delivers_in_order_with_properties(
         channel.basic_publish("", name, b"%d" % i, props)
     seen = []
 
-    def on_message(ch: BlockingChannel, method: pika.spec.Basic.Deliver, p: pika.BasicProperties, body: bytes) -> None:
+    def on_message(
+        ch: BlockingChannel, method: pika.spec.Basic.Deliver, p: pika.BasicProperties, body: bytes
+    ) -> None:
         seen.append((body, p.headers, p.message_id, p.delivery_mode, method.routing_key))
         ch.basic_ack(method.delivery_tag)
 
@@ -59,14 +65,18 @@ def test_consume_delivers_in_order_with_properties(
     assert seen[0][1:] == ({"k": "v", "n": 7}, "id-1", 2, name)
 
 
-def test_large_body_is_split_into_frames_and_reassembled(channel: BlockingChannel, name: str) -> None:
+def test_large_body_is_split_into_frames_and_reassembled(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True)
     body = bytes(range(256)) * 4096  # 1 MiB, many frames
     channel.basic_publish("", name, body)
     assert channel.basic_get(name, auto_ack=True)[2] == body
 
 
-def test_nack_with_requeue_redelivers_with_redelivered_flag(channel: BlockingChannel, name: str) -> None:
+def test_nack_with_requeue_redelivers_with_redelivered_flag(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True)
     channel.basic_publish("", name, b"x")
     method, _, _ = channel.basic_get(name)

@@ -30,7 +30,9 @@ def test_pika_select_connection_publishes_and_consumes(broker_url: str, name: st
             ch.basic_publish("", name, b"%d" % i)
         ch.basic_consume(name, on_message)
 
-    def on_message(ch: pika.channel.Channel, method: pika.spec.Basic.Deliver, props: object, body: bytes) -> None:
+    def on_message(
+        ch: pika.channel.Channel, method: pika.spec.Basic.Deliver, props: object, body: bytes
+    ) -> None:
         got.append(body)
         ch.basic_ack(method.delivery_tag)
         if len(got) == 5:
@@ -73,7 +75,9 @@ def test_kombu_py_amqp_producer_and_consumer(broker_url: str, name: str) -> None
     with kombu.Connection(broker_url.replace("amqp://", "pyamqp://"), connect_timeout=5) as conn:
         with conn.Producer() as producer:
             for i in range(5):
-                producer.publish({"i": i}, exchange=exchange, routing_key="k", declare=[queue], serializer="json")
+                producer.publish(
+                    {"i": i}, exchange=exchange, routing_key="k", declare=[queue], serializer="json"
+                )
 
         def on_message(body: object, message: kombu.Message) -> None:
             got.append(body)
@@ -97,15 +101,25 @@ def amqplib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("amqplib")
     for f in ("package.json", "smoke.js"):
         shutil.copy(NODE_DIR / f, work / f)
-    done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent"], cwd=work,
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--silent"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     if done.returncode != 0:
         pytest.skip(f"npm install amqplib failed (registry unreachable?): {done.stderr[-500:]}")
     return work
 
 
 def test_node_amqplib_confirm_channel_round_trip(broker_url: str, amqplib_dir: Path) -> None:
-    done = subprocess.run(["node", "smoke.js", broker_url], cwd=amqplib_dir, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["node", "smoke.js", broker_url],
+        cwd=amqplib_dir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [f"m{i}" for i in range(10)]

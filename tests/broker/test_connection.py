@@ -38,9 +38,13 @@ def _open_raw(broker_url: str) -> tuple[socket.socket, Connection]:
     replies = {
         "connection.start": lambda m: M("connection.start-ok")(
             client_properties={"capabilities": {"authentication_failure_close": True}},
-            mechanism="PLAIN", response=b"\0guest\0guest", locale="en_US"),
+            mechanism="PLAIN",
+            response=b"\0guest\0guest",
+            locale="en_US",
+        ),
         "connection.tune": lambda m: M("connection.tune-ok")(
-            channel_max=m.channel_max, frame_max=m.frame_max, heartbeat=0),
+            channel_max=m.channel_max, frame_max=m.frame_max, heartbeat=0
+        ),
     }
     while True:
         for ev in _recv_events(sock, conn):
@@ -105,7 +109,11 @@ def test_bad_frame_end_is_501(broker_url: str) -> None:
 def test_frame_larger_than_negotiated_is_501(broker_url: str) -> None:
     sock, conn = _open_raw(broker_url)
     with sock:
-        sock.sendall(struct.pack(">BHI", 3, 1, conn.frame_max + 100) + b"\x00" * (conn.frame_max + 100) + b"\xce")
+        sock.sendall(
+            struct.pack(">BHI", 3, 1, conn.frame_max + 100)
+            + b"\x00" * (conn.frame_max + 100)
+            + b"\xce"
+        )
         assert _expect_close(sock, conn).reply_code == 501
 
 
@@ -113,7 +121,9 @@ def test_method_on_unopened_channel_is_504_naming_the_method(broker_url: str) ->
     sock, conn = _open_raw(broker_url)
     with sock:
         declare = SPEC_0_9_1.method("queue.declare")(queue="x")
-        sock.sendall(declare.encode().join([struct.pack(">BHI", 1, 5, len(declare.encode())), b"\xce"]))
+        sock.sendall(
+            declare.encode().join([struct.pack(">BHI", 1, 5, len(declare.encode())), b"\xce"])
+        )
         close = _expect_close(sock, conn)
         assert close.reply_code == 504
         assert (close.class_id, close.method_id) == (50, 10)
@@ -146,9 +156,15 @@ def test_server_properties_announce_capabilities(broker_url: str) -> None:
     conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     try:
         caps = conn._impl.server_capabilities
-        for cap in ("publisher_confirms", "exchange_exchange_bindings", "basic.nack",
-                    "consumer_cancel_notify", "connection.blocked", "per_consumer_qos",
-                    "authentication_failure_close"):
+        for cap in (
+            "publisher_confirms",
+            "exchange_exchange_bindings",
+            "basic.nack",
+            "consumer_cancel_notify",
+            "connection.blocked",
+            "per_consumer_qos",
+            "authentication_failure_close",
+        ):
             assert caps[cap] is True
     finally:
         conn.close()
@@ -165,7 +181,9 @@ def test_silent_peer_is_dropped_after_two_heartbeat_intervals() -> None:
                 data = sock.recv(4096)
                 if not data:
                     break
-                received_heartbeat |= any(isinstance(e, events.HeartbeatReceived) for e in conn.receive_data(data))
+                received_heartbeat |= any(
+                    isinstance(e, events.HeartbeatReceived) for e in conn.receive_data(data)
+                )
             assert received_heartbeat
             assert 1.5 < time.monotonic() - began < 4.5
 
@@ -179,11 +197,26 @@ def _open_raw_with_heartbeat(url: str, heartbeat: int) -> tuple[socket.socket, C
         for ev in _recv_events(sock, conn):
             name = ev.method.NAME  # type: ignore[union-attr]
             if name == "connection.start":
-                sock.sendall(conn.send_method(0, M("connection.start-ok")(
-                    client_properties={}, mechanism="PLAIN", response=b"\0guest\0guest", locale="en_US")))
+                sock.sendall(
+                    conn.send_method(
+                        0,
+                        M("connection.start-ok")(
+                            client_properties={},
+                            mechanism="PLAIN",
+                            response=b"\0guest\0guest",
+                            locale="en_US",
+                        ),
+                    )
+                )
             elif name == "connection.tune":
-                sock.sendall(conn.send_method(0, M("connection.tune-ok")(
-                    channel_max=0, frame_max=131072, heartbeat=heartbeat)))
+                sock.sendall(
+                    conn.send_method(
+                        0,
+                        M("connection.tune-ok")(
+                            channel_max=0, frame_max=131072, heartbeat=heartbeat
+                        ),
+                    )
+                )
                 sock.sendall(conn.send_method(0, M("connection.open")(virtual_host="/")))
             elif name == "connection.open-ok":
                 return sock, conn
@@ -213,7 +246,9 @@ def test_cli_serves_and_exits_0_on_sigterm_closing_clients_with_320() -> None:
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker", "--port", str(port)],
-        cwd=REPO, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         url = f"amqp://guest:guest@127.0.0.1:{port}/%2F"

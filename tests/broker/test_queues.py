@@ -38,7 +38,9 @@ def test_redeclare_with_different_arguments_is_406(channel: BlockingChannel, nam
     assert e.value.reply_code == 406
 
 
-def test_exclusive_queue_is_locked_for_other_connections(broker_url: str, channel: BlockingChannel) -> None:
+def test_exclusive_queue_is_locked_for_other_connections(
+    broker_url: str, channel: BlockingChannel
+) -> None:
     q = channel.queue_declare("", exclusive=True).method.queue
     other = pika.BlockingConnection(pika.URLParameters(broker_url))
     try:
@@ -49,7 +51,9 @@ def test_exclusive_queue_is_locked_for_other_connections(broker_url: str, channe
         other.close()
 
 
-def test_exclusive_queue_goes_with_its_connection(broker_url: str, channel: BlockingChannel) -> None:
+def test_exclusive_queue_goes_with_its_connection(
+    broker_url: str, channel: BlockingChannel
+) -> None:
     other = pika.BlockingConnection(pika.URLParameters(broker_url))
     q = other.channel().queue_declare("", exclusive=True).method.queue
     other.close()
@@ -67,7 +71,9 @@ def test_purge_returns_count_and_empties(channel: BlockingChannel, name: str) ->
     assert get_all(channel, name) == []
 
 
-def test_delete_if_empty_and_if_unused(channel: BlockingChannel, connection: pika.BlockingConnection, name: str) -> None:
+def test_delete_if_empty_and_if_unused(
+    channel: BlockingChannel, connection: pika.BlockingConnection, name: str
+) -> None:
     channel.queue_declare(name)
     channel.confirm_delivery()
     channel.basic_publish("", name, b"x")
@@ -86,11 +92,18 @@ def test_delete_if_empty_and_if_unused(channel: BlockingChannel, connection: pik
 def test_queue_ttl_dead_letters_with_x_death(channel: BlockingChannel, name: str) -> None:
     channel.queue_declare(name + "dlq", auto_delete=True)
     channel.queue_declare(
-        name, auto_delete=True,
-        arguments={"x-message-ttl": 50, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": name + "dlq"},
+        name,
+        auto_delete=True,
+        arguments={
+            "x-message-ttl": 50,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": name + "dlq",
+        },
     )
     channel.basic_publish("", name, b"old", pika.BasicProperties(headers={"h": 1}))
-    assert wait_for(lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1)
+    assert wait_for(
+        lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1
+    )
     _, props, body = channel.basic_get(name + "dlq", auto_ack=True)
     assert body == b"old"
     death = props.headers["x-death"][0]
@@ -110,11 +123,17 @@ def test_per_message_expiration(channel: BlockingChannel, name: str) -> None:
 
 def test_reject_without_requeue_dead_letters(channel: BlockingChannel, name: str) -> None:
     channel.queue_declare(name + "dlq", auto_delete=True)
-    channel.queue_declare(name, auto_delete=True, arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name + "dlq"})
+    channel.queue_declare(
+        name,
+        auto_delete=True,
+        arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": name + "dlq"},
+    )
     channel.basic_publish("", name, b"bad")
     method, _, _ = channel.basic_get(name)
     channel.basic_reject(method.delivery_tag, requeue=False)
-    assert wait_for(lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1)
+    assert wait_for(
+        lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1
+    )
     _, props, _ = channel.basic_get(name + "dlq", auto_ack=True)
     assert props.headers["x-death"][0]["reason"] == "rejected"
 
@@ -136,7 +155,9 @@ def test_max_length_bytes_drops_head(channel: BlockingChannel, name: str) -> Non
 
 
 def test_reject_publish_overflow_nacks_the_publish(channel: BlockingChannel, name: str) -> None:
-    channel.queue_declare(name, auto_delete=True, arguments={"x-max-length": 1, "x-overflow": "reject-publish"})
+    channel.queue_declare(
+        name, auto_delete=True, arguments={"x-max-length": 1, "x-overflow": "reject-publish"}
+    )
     channel.confirm_delivery()
     channel.basic_publish("", name, b"first")
     with pytest.raises(NackError):
@@ -146,17 +167,28 @@ def test_reject_publish_overflow_nacks_the_publish(channel: BlockingChannel, nam
 
 def test_max_length_dead_letters_with_maxlen_reason(channel: BlockingChannel, name: str) -> None:
     channel.queue_declare(name + "dlq", auto_delete=True)
-    channel.queue_declare(name, auto_delete=True, arguments={
-        "x-max-length": 1, "x-dead-letter-exchange": "", "x-dead-letter-routing-key": name + "dlq"})
+    channel.queue_declare(
+        name,
+        auto_delete=True,
+        arguments={
+            "x-max-length": 1,
+            "x-dead-letter-exchange": "",
+            "x-dead-letter-routing-key": name + "dlq",
+        },
+    )
     channel.confirm_delivery()
     channel.basic_publish("", name, b"a")
     channel.basic_publish("", name, b"b")
-    assert wait_for(lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1)
+    assert wait_for(
+        lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1
+    )
     _, props, body = channel.basic_get(name + "dlq", auto_ack=True)
     assert body == b"a" and props.headers["x-death"][0]["reason"] == "maxlen"
 
 
-def test_priority_queue_delivers_highest_priority_first(channel: BlockingChannel, name: str) -> None:
+def test_priority_queue_delivers_highest_priority_first(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True, arguments={"x-max-priority": 5})
     channel.confirm_delivery()
     for prio in (1, 5, 3, 0, 9):
@@ -165,7 +197,9 @@ def test_priority_queue_delivers_highest_priority_first(channel: BlockingChannel
     assert get_all(channel, name) == [b"5", b"9", b"3", b"1", b"0"]
 
 
-def test_single_active_consumer_gets_everything(connection: pika.BlockingConnection, channel: BlockingChannel, name: str) -> None:
+def test_single_active_consumer_gets_everything(
+    connection: pika.BlockingConnection, channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True, arguments={"x-single-active-consumer": True})
     got: list[str] = []
     channel.basic_consume(name, lambda ch, m, p, b: got.append("first"), auto_ack=True)
@@ -179,7 +213,9 @@ def test_single_active_consumer_gets_everything(connection: pika.BlockingConnect
     assert got == ["first"] * 6
 
 
-def test_deleting_queue_cancels_consumers(connection: pika.BlockingConnection, channel: BlockingChannel, name: str) -> None:
+def test_deleting_queue_cancels_consumers(
+    connection: pika.BlockingConnection, channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name)
     cancelled: list[str] = []
     tag = channel.basic_consume(name, lambda *a: None)
@@ -189,7 +225,9 @@ def test_deleting_queue_cancels_consumers(connection: pika.BlockingConnection, c
     assert cancelled == [tag]
 
 
-def test_auto_delete_queue_goes_when_last_consumer_cancels(channel: BlockingChannel, name: str) -> None:
+def test_auto_delete_queue_goes_when_last_consumer_cancels(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.queue_declare(name, auto_delete=True)
     tag = channel.basic_consume(name, lambda *a: None)
     channel.basic_cancel(tag)

@@ -17,7 +17,9 @@ def _queue(channel: BlockingChannel, exchange: str, key: str, arguments: dict | 
     return q
 
 
-def _publish(channel: BlockingChannel, exchange: str, key: str, body: bytes, headers: dict | None = None) -> None:
+def _publish(
+    channel: BlockingChannel, exchange: str, key: str, body: bytes, headers: dict | None = None
+) -> None:
     channel.basic_publish(exchange, key, body, pika.BasicProperties(headers=headers))
 
 
@@ -104,7 +106,9 @@ def test_exchange_to_exchange_binding_routes_through(channel: BlockingChannel, n
 
 def test_alternate_exchange_receives_unroutable(channel: BlockingChannel, name: str) -> None:
     channel.exchange_declare(name + "ae", "fanout", auto_delete=True)
-    channel.exchange_declare(name, "direct", auto_delete=True, arguments={"alternate-exchange": name + "ae"})
+    channel.exchange_declare(
+        name, "direct", auto_delete=True, arguments={"alternate-exchange": name + "ae"}
+    )
     routed, unrouted = _queue(channel, name, "k"), _queue(channel, name + "ae", "")
     channel.confirm_delivery()
     _publish(channel, name, "k", b"routed")
@@ -139,7 +143,9 @@ def test_unknown_exchange_type_is_connection_error_503(channel: BlockingChannel,
     assert e.value.reply_code == 503
 
 
-def test_delete_if_unused_refuses_exchange_with_bindings(channel: BlockingChannel, name: str) -> None:
+def test_delete_if_unused_refuses_exchange_with_bindings(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.exchange_declare(name, "direct")
     _queue(channel, name, "k")
     with pytest.raises(ChannelClosedByBroker) as e:
@@ -147,7 +153,9 @@ def test_delete_if_unused_refuses_exchange_with_bindings(channel: BlockingChanne
     assert e.value.reply_code == 406
 
 
-def test_publish_to_missing_exchange_closes_channel_404(channel: BlockingChannel, name: str) -> None:
+def test_publish_to_missing_exchange_closes_channel_404(
+    channel: BlockingChannel, name: str
+) -> None:
     channel.basic_publish(name, "k", b"x")
     with pytest.raises(ChannelClosedByBroker) as e:
         channel.queue_declare("", exclusive=True)
