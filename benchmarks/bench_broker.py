@@ -18,9 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from amqp_spark.protocol import SPEC_0_9_1, Connection, events
-from amqp_spark.protocol.frames import BODY as BODY_FRAME
-from amqp_spark.protocol.frames import HEADER, METHOD, encode_frame
-
 from benchmarks.common import Row, row
 
 M = SPEC_0_9_1.method
@@ -81,7 +78,7 @@ class Client:
         while True:
             evs = self.read()
             for i, ev in enumerate(evs):
-                if isinstance(ev, events.MethodReceived) and ev.method.NAME == name:
+                if isinstance(ev, events.MethodReceived) and name == ev.method.NAME:
                     self.pending = others + evs[:i] + evs[i + 1 :]
                     return ev.method
             others += evs
@@ -157,13 +154,13 @@ def measure(host: str, port: int, quick: bool) -> dict[str, float]:
         confirmed.setup(queues)
         try:
             results[f"publish, no confirms, {nq}q"] = _timed(
-                lambda: plain.publish(queues, n, False), n
+                lambda plain=plain, queues=queues: plain.publish(queues, n, False), n
             )
             results[f"consume backlog, {nq}q"] = _timed(
-                lambda: Client(host, port).consume(queues, n), n
+                lambda queues=queues: Client(host, port).consume(queues, n), n
             )
             results[f"publish, confirms, {nq}q"] = _timed(
-                lambda: confirmed.publish(queues, n, True), n
+                lambda c=confirmed, queues=queues: c.publish(queues, n, True), n
             )
             consumer = Client(host, port)
             with contextlib.ExitStack() as stack:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import subprocess
@@ -87,10 +88,8 @@ def test_kombu_py_amqp_producer_and_consumer(broker_url: str, name: str) -> None
             for _ in range(50):
                 if len(got) == 5:
                     break
-                try:
+                with contextlib.suppress(TimeoutError):
                     conn.drain_events(timeout=0.2)
-                except TimeoutError:
-                    pass
     assert got == [{"i": i} for i in range(5)]
 
 
