@@ -1,0 +1,118 @@
+"""Deliveries convert to record batches in exactly the schema Spark expects, column by
+column, with headers of every AMQP field type rendered as strings."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pyarrow as pa
+
+from amqp_spark.client import Delivery
+from amqp_spark.protocol import SPEC_0_9_1
+from amqp_spark.schema import COLUMN_NAMES, arrow_schema
+from amqp_spark.source.arrow import deserialize, render_header, serialize, to_record_batch
+
+Props = SPEC_0_9_1.properties("basic")
+
+
+def delivery(tag: int, **props: object) -> Delivery:
+    return Delivery("ctag", tag, tag % 2 == 0, "ex", f"rk{tag}", Props(**props), b"b%d" % tag)
+
+
+def test_batch_schema_is_exactly_the_arrow_schema_of_the_source() -> None:
+    batch = to_record_batch([delivery(1)], ["q"], with_offsets=False)
+    assert batch.schema == arrow_schema()
+    assert batch.schema.names == list(COLUMN_NAMES)
+
+
+def test_every_column_comes_from_the_delivery() -> None:
+    d = delivery(
+        2,
+        content_type="text/plain",
+        content_encoding="utf-8",
+        delivery_mode=2,
+        priority=5,
+        correlation_id="c",
+        reply_to="r",
+        expiration="60000",
+        message_id="m",
+        timestamp=1_700_000_000,
+        type="t",
+        user_id="guest",
+        app_id="a",
+        headers={"k": "v"},
+    )
+    (row,) = to_record_batch([d], ["orders"], with_offsets=False).to_pylist()
+    assert row == {
+        "body": b"b2",
+        "routing_key": "rk2",
+        "exchange": "ex",
+        "queue": "orders",
+        "delivery_tag": 2,
+        "redelivered": True,
+        "offset": None,
+        "timestamp": datetime.datetime.fromtimestamp(1_700_000_000, datetime.timezone.utc),
+        "content_type": "text/plain",
+        "content_encoding": "utf-8",
+        "delivery_mode": 2,
+        "priority": 5,
+        "correlation_id": "c",
+        "reply_to": "r",
+        "expiration": "60000",
+        "message_id": "m",
+        "type": "t",
+        "user_id": "guest",
+        "app_id": "a",
+        "headers": [("k", "v")],
+    }
+
+
+def test_stream_offsets_come_from_the_x_stream_offset_header() -> None:
+    batch = to_record_batch(
+        [delivery(1, headers={"x-stream-offset": 41}), delivery(2, headers={})],
+        ["s", "s"],
+        with_offsets=True,
+    )
+    assert batch.column("offset").to_pylist() == [41, None]
+
+
+def test_headers_of_every_field_type_render_as_strings() -> None:
+    headers = {
+        "str": "s",
+        "int": -7,
+        "bool": True,
+        "float": 1.5,
+        "decimal": decimal.Decimal("3.14"),
+        "bytes": b"raw",
+        "binary": b"\xff\x00",
+        "time": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+        "table": {"a": [1, b"x"]},
+        "array": [True, None],
+        "void": None,
+    }
+    (row,) = to_record_batch([delivery(1, headers=headers)], ["q"], False).to_pylist()
+    assert dict(row["headers"]) == {
+        "str": "s",
+        "int": "-7",
+        "bool": "true",
+        "float": "1.5",
+        "decimal": "3.14",
+        "bytes": "raw",
+        "binary": "base64:/wA=",
+        "time": "2024-01-02T03:04:05+00:00",
+        "table": '{"a": [1, "x"]}',
+        "array": "[true, null]",
+        "void": None,
+    }
+
+
+def test_naive_timestamps_in_headers_are_taken_as_utc() -> None:
+    assert render_header(datetime.datetime(2024, 1, 1)) == "2024-01-01T00:00:00+00:00"
+
+
+def test_ipc_bytes_carry_the_batch_unchanged() -> None:
+    batch = to_record_batch([delivery(i) for i in range(1, 4)], ["q"] * 3, False)
+    (back,) = deserialize(serialize(batch))
+    assert isinstance(back, pa.RecordBatch)
+    assert back.equals(batch)

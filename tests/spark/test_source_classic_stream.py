@@ -1,0 +1,264 @@
+"""``spark.readStream.format("amqp")`` over classic queues: at-least-once, acks only after
+Spark committed, bounded batches; run against the bundled broker and RabbitMQ alike."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from typing import Any
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, Row, SparkSession
+
+from amqp_spark.schema import spark_schema
+from tests.spark.conftest import Broker, Queries
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def bodies(n: int, prefix: str = "m") -> list[bytes]:
+    return [f"{prefix}{i:05d}".encode() for i in range(n)]
+
+
+def options(broker: Broker, queue: str, **extra: str) -> dict[str, str]:
+    return {"uri": broker.url, "queue": queue, **extra}
+
+
+def as_dict(offset: str | dict[str, Any]) -> dict[str, Any]:
+    """An offset of a progress report (JSON text or already a dict)."""
+    return json.loads(offset) if isinstance(offset, str) else offset
+
+
+def wait_until(condition: object, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.2)
+    assert condition(), f"timed out after {timeout} s waiting for {what}"  # type: ignore[operator]
+
+
+def test_published_messages_read_back_as_exactly_those_rows_with_every_column(
+    broker: Broker, queries: Queries, amqp_spark: SparkSession
+) -> None:
+    queue = broker.new_queue()
+    props = {
+        "content_type": "application/json",
+        "content_encoding": "utf-8",
+        "delivery_mode": 2,
+        "priority": 3,
+        "correlation_id": "corr",
+        "reply_to": "replies",
+        "expiration": "600000",
+        "type": "order",
+        "user_id": "guest",
+        "app_id": "tests",
+        "timestamp": 1_700_000_000,
+    }
+    n = 25
+    for i, body in enumerate(bodies(n)):
+        headers = {"i": i, "flag": True, "who": "x"}
+        broker.publish(
+            queue, [body], properties={**props, "message_id": str(i), "headers": headers}
+        )
+
+    rows, _ = queries.collect_available_now(options(broker, queue))
+
+    moment = datetime.datetime.fromtimestamp(1_700_000_000, datetime.timezone.utc)
+    expected = [
+        Row(
+            body=body,
+            routing_key=queue,
+            exchange="",
+            queue=queue,
+            delivery_tag=i + 1,
+            redelivered=False,
+            offset=None,
+            timestamp=moment,
+            content_type="application/json",
+            content_encoding="utf-8",
+            delivery_mode=2,
+            priority=3,
+            correlation_id="corr",
+            reply_to="replies",
+            expiration="600000",
+            message_id=str(i),
+            type="order",
+            user_id="guest",
+            app_id="tests",
+            headers={"i": str(i), "flag": "true", "who": "x"},
+        )
+        for i, body in enumerate(bodies(n))
+    ]
+    schema = spark_schema()
+    actual_df = amqp_spark.createDataFrame(rows, schema).orderBy("delivery_tag")
+    expected_df = amqp_spark.createDataFrame(expected, schema).orderBy("delivery_tag")
+    assert_df_equality(actual_df, expected_df)
+
+
+def test_available_now_bounds_batches_empties_the_queue_and_next_run_reads_nothing(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(30))
+    checkpoint = queries.checkpoint()
+    opts = options(broker, queue, maxMessagesPerTrigger="7")
+
+    rows, sizes = queries.collect_available_now(opts, checkpoint)
+
+    assert sorted(r.body for r in rows) == bodies(30)
+    assert sizes and max(sizes) <= 7
+    assert broker.wait_ready(queue, 0, timeout=3) == 0
+    again, _ = queries.collect_available_now(opts, checkpoint)
+    assert again == []
+    assert broker.ready(queue) == 0, "the last batch was not acked"
+
+
+def test_max_bytes_per_trigger_bounds_every_batch(broker: Broker, queries: Queries) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(20))  # 6 bytes each
+
+    rows, sizes = queries.collect_available_now(options(broker, queue, maxBytesPerTrigger="30"))
+
+    assert len(rows) == 20
+    assert max(sizes) <= 5
+
+
+def test_messages_stay_unacked_until_spark_commits_the_batch(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(12))
+    checkpoint = queries.checkpoint()
+    seen_ready: list[int] = []
+
+    def failing_sink(df: DataFrame, batch_id: int) -> None:
+        seen_ready.append(broker.ready(queue))  # mid-batch: held by the source, unacked
+        raise RuntimeError("sink fails before the batch is committed")
+
+    query = queries.start(options(broker, queue), checkpoint, failing_sink)
+    with pytest.raises(StreamingQueryException, match="sink fails"):
+        query.awaitTermination(120)
+
+    assert seen_ready == [0]
+    assert broker.wait_ready(queue, 12) == 12, "a failed batch must leave its messages queued"
+    rows, _ = queries.collect_available_now(options(broker, queue), checkpoint)
+    assert sorted(r.body for r in rows) == bodies(12)
+    assert all(r.redelivered for r in rows)
+    assert broker.wait_ready(queue, 0, timeout=3) == 0
+
+
+def test_acks_go_out_when_no_new_message_arrives(broker: Broker, queries: Queries) -> None:
+    queue = broker.new_queue()
+    got: list[Row] = []
+    query = queries.start(
+        options(broker, queue),
+        queries.checkpoint(),
+        lambda df, _: got.extend(df.collect()),
+        trigger={"processingTime": "500 milliseconds"},
+    )
+    broker.publish(queue, bodies(10))
+    wait_until(lambda: len(got) == 10, 90, "10 rows")
+    time.sleep(2)  # a few idle triggers, no new message
+
+    query.stop()  # closes the connection: anything unacked would be requeued now
+
+    assert broker.wait_ready(queue, 10, timeout=3) == 0
+
+
+def test_query_killed_mid_stream_restarts_from_checkpoint_without_loss(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(40))
+    checkpoint = queries.checkpoint()
+    opts = options(broker, queue, maxMessagesPerTrigger="10")
+    delivered: list[bytes] = []
+
+    def dies_in_third_batch(df: DataFrame, batch_id: int) -> None:
+        if batch_id == 2:
+            raise RuntimeError("killed mid-stream")
+        delivered.extend(r.body for r in df.collect())
+
+    query = queries.start(opts, checkpoint, dies_in_third_batch)
+    with pytest.raises(StreamingQueryException, match="killed mid-stream"):
+        query.awaitTermination(120)
+    rows, _ = queries.collect_available_now(opts, checkpoint)
+
+    delivered.extend(r.body for r in rows)
+    assert set(delivered) == set(bodies(40))
+    assert broker.wait_ready(queue, 0, timeout=3) == 0
+
+
+def test_several_queues_in_one_query(broker: Broker, queries: Queries) -> None:
+    a, b = broker.new_queue(), broker.new_queue()
+    broker.publish(a, bodies(5, "a"))
+    broker.publish(b, bodies(7, "b"))
+
+    rows, _ = queries.collect_available_now(options(broker, f"{a},{b}"))
+
+    assert sorted((r.queue, r.body) for r in rows) == sorted(
+        [(a, x) for x in bodies(5, "a")] + [(b, x) for x in bodies(7, "b")]
+    )
+
+
+def test_exchange_with_binding_keys_reads_through_a_server_named_queue(
+    broker: Broker, queries: Queries
+) -> None:
+    exchange = f"ex-{broker.new_queue()}"
+    broker.ch.exchange_declare(exchange, "topic", auto_delete=False)
+    got: list[Row] = []
+    query = queries.start(
+        {"uri": broker.url, "exchange": exchange, "bindingKeys": "orders.*,refunds.eu"},
+        queries.checkpoint(),
+        lambda df, _: got.extend(df.collect()),
+        trigger={"processingTime": "500 milliseconds"},
+    )
+    try:
+        wait_until(lambda: query.lastProgress is not None, 90, "the query to start")
+        for key in ("orders.eu", "refunds.eu", "refunds.us", "orders.us"):
+            broker.publish(key, [key.encode()], exchange=exchange)
+        wait_until(lambda: len(got) >= 3, 60, "3 rows")
+        time.sleep(1)
+    finally:
+        query.stop()
+        broker.ch.exchange_delete(exchange)
+
+    assert sorted(r.routing_key for r in got) == ["orders.eu", "orders.us", "refunds.eu"]
+    assert {r.exchange for r in got} == {exchange}
+
+
+def test_last_progress_shows_latest_offset_and_messages_waiting(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(9))
+    query = queries.start(options(broker, queue), queries.checkpoint(), lambda df, _: None)
+    assert query.awaitTermination(120)
+
+    source = query.lastProgress["sources"][0]
+    assert as_dict(source["endOffset"])["deliveryTags"] == {queue: 9}
+    waiting = as_dict(source["latestOffset"])["messagesWaiting"][queue]
+    assert waiting == {"ready": 0, "unacked": 9}  # as planned: all in the batch, unacked
+
+
+def test_unreachable_broker_fails_the_query_with_a_clear_error(queries: Queries) -> None:
+    from tests.support.rabbitmq import free_port
+
+    uri = f"amqp://guest:secret@127.0.0.1:{free_port()}/%2F"
+    query = queries.start(
+        {"uri": uri, "queue": "q", "maxReconnectAttempts": "1"}, queries.checkpoint(), print
+    )
+    with pytest.raises(StreamingQueryException, match="cannot connect to amqp://guest:\\*\\*\\*@"):
+        query.awaitTermination(120)
+
+
+def test_bad_option_fails_at_start_naming_option_and_value(queries: Queries) -> None:
+    with pytest.raises(Exception, match="maxMessagesPerTrigger.*'zero'.*an integer >= 1"):
+        query = queries.start(
+            {"uri": "amqp://127.0.0.1", "queue": "q", "maxMessagesPerTrigger": "zero"},
+            queries.checkpoint(),
+            print,
+        )
+        query.awaitTermination(120)

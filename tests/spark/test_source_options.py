@@ -1,0 +1,102 @@
+"""Every bad source option fails with a message naming the option, the value and what is
+accepted; good ones parse to what the documentation says."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from amqp_spark.options import OptionError
+from amqp_spark.source.options import SourceOptions
+
+URI = "amqp://guest:secret@127.0.0.1:5672/%2F"
+
+
+def parse(**options: str) -> SourceOptions:
+    return SourceOptions.parse({"uri": URI, **{k.lower(): v for k, v in options.items()}})
+
+
+@pytest.mark.parametrize(
+    ("options", "named", "fragment"),
+    [
+        ({"queue": "q", "uri": "http://x"}, "uri", "amqp://"),
+        ({"queue": "q", "prefetch": "ten"}, "prefetch", "an integer >= 1"),
+        ({"queue": "q", "prefetch": "70000"}, "prefetch", "<= 65535"),
+        ({"queue": "q", "maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", ">= 1"),
+        ({"queue": "q", "maxBytesPerTrigger": "-5"}, "maxBytesPerTrigger", ">= 1"),
+        ({"queue": "q", "queueType": "quorum"}, "queueType", "classic or stream"),
+        ({"queue": "a,,b"}, "queue", "comma-separated"),
+        ({}, "queue", "exactly one of 'queue'"),
+        ({"queue": "q", "exchange": "x"}, "queue", "'exchange' is also set"),
+        ({"queue": "q", "bindingKeys": "k"}, "bindingKeys", "only with 'exchange'"),
+        ({"queue": "q", "maxMessagesPerTriger": "5"}, "maxmessagespertriger", "did you mean"),
+        ({"queue": "q", "startingOffsets": "first"}, "startingOffsets", "queueType 'stream'"),
+        ({"queue": "q", "endingOffsets": "next"}, "endingOffsets", "queueType 'stream'"),
+        ({"exchange": "x", "queueType": "stream"}, "exchange", "queueType 'classic'"),
+        (
+            {"queue": "s", "queueType": "stream", "startingOffsets": "earliest"},
+            "startingOffsets",
+            "'first', 'last', 'next'",
+        ),
+        (
+            {"queue": "s", "queueType": "stream", "startingOffsets": '{"s": -1}'},
+            "startingOffsets",
+            "JSON object",
+        ),
+        (
+            {"queue": "s", "queueType": "stream", "startingOffsets": '{"other": 1}'},
+            "startingOffsets",
+            "unknown queues ['other']",
+        ),
+        (
+            {"queue": "s", "queueType": "stream", "endingOffsets": "last"},
+            "endingOffsets",
+            "'next'",
+        ),
+        ({"queue": "q", "ackBatchReads": "maybe"}, "ackBatchReads", "true or false"),
+        ({"queue": "q", "pollTimeoutMs": "0"}, "pollTimeoutMs", ">= 1"),
+    ],
+)
+def test_bad_option_names_option_value_and_accepted(
+    options: dict[str, str], named: str, fragment: str
+) -> None:
+    with pytest.raises(OptionError) as caught:
+        parse(**options)
+    assert caught.value.option == named
+    assert fragment in str(caught.value)
+    assert "secret" not in str(caught.value)
+
+
+def test_missing_uri_is_refused() -> None:
+    with pytest.raises(OptionError, match="'uri'.*required"):
+        SourceOptions.parse({"queue": "q"})
+
+
+def test_options_are_case_insensitive_and_defaults_apply() -> None:
+    opts = SourceOptions.parse({"URI": URI, "Queue": "a, b", "MAXMESSAGESPERTRIGGER": "7"})
+    assert opts.queues == ("a", "b")
+    assert opts.max_messages_per_trigger == 7
+    assert (opts.queue_type, opts.prefetch, opts.ack_batch_reads) == ("classic", 10000, False)
+
+
+def test_exchange_defaults_to_binding_everything() -> None:
+    opts = parse(exchange="events")
+    assert (opts.queues, opts.exchange, opts.binding_keys) == ((), "events", ("#",))
+
+
+def test_starting_offsets_forms() -> None:
+    def start(value: str) -> object:
+        return parse(queue="s,t", queueType="stream", startingOffsets=value).start_spec("s")
+
+    assert start("FIRST") == "first"
+    assert start("2024-05-01T12:00:00Z") == datetime.datetime(
+        2024, 5, 1, 12, tzinfo=datetime.timezone.utc
+    )
+    per_queue = parse(queue="s,t", queueType="stream", startingOffsets='{"s": 42}')
+    assert (per_queue.start_spec("s"), per_queue.start_spec("t")) == (42, "next")
+
+
+def test_ending_offsets_per_queue() -> None:
+    opts = parse(queue="s", queueType="stream", endingOffsets='{"s": 100}')
+    assert opts.ending_offsets == {"s": 100}
