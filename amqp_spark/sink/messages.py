@@ -7,8 +7,10 @@ needs anyway. Converting to Spark ``Row`` objects first is about five times slow
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import groupby, repeat
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -26,11 +28,15 @@ BasicProperties: type[Properties] = SPEC_0_9_1.properties("basic")
 _OCTET_MAX = 255
 
 
-class Message(NamedTuple):
+#: (routing_key, body, properties), as ``Channel.basic_publish_batch`` takes them.
+Publish = tuple[str, bytes, Properties]
+
+
+class ExchangeRun(NamedTuple):
+    """Consecutive messages for one exchange (``basic_publish_batch`` takes one exchange)."""
+
     exchange: str
-    routing_key: str
-    body: bytes
-    properties: Properties
+    messages: list[Publish]
 
 
 class RowError(ValueError):
@@ -61,8 +67,9 @@ def to_messages(
     settings: SinkSettings,
     ids: MessageIds,
     first_row: int,
-) -> list[Message]:
-    """The messages of ``batch``, whose first row is row ``first_row`` of the partition."""
+) -> list[ExchangeRun]:
+    """The messages of ``batch``, whose first row is row ``first_row`` of the partition, in
+    row order. Per-row loops run in C (``map``/``zip``): this is the sink's hot path."""
     count = batch.num_rows
     where = _RowLocator(first_row)
     body = batch.column(plan.index["body"])
@@ -71,45 +78,45 @@ def to_messages(
     if plan.body_is_string:
         body = body.cast(pa.binary())
     bodies = body.to_pylist()
-
-    exchanges = _address(batch, plan, "exchange", settings.exchange, where)
     keys = _address(batch, plan, "routing_key", settings.routing_key, where)
 
-    values: dict[str, list[Any]] = {}
-    for name in PROPERTY_COLUMNS:
-        if plan.has(name):
-            values[name] = _CONVERTERS[name](batch.column(plan.index[name]), name, where)
-    message_ids = values.get("message_id")
+    values: dict[str, list[Any]] = {
+        name: _CONVERTERS[name](batch.column(plan.index[name]), name, where)
+        for name in PROPERTY_COLUMNS
+        if plan.has(name)
+    }
     generated = ids.for_rows(first_row, count)
-    if message_ids is None:
-        values["message_id"] = generated
-    else:
-        values["message_id"] = [
-            g if m is None else m for m, g in zip(message_ids, generated, strict=True)
-        ]
-    modes = values.get("delivery_mode")
-    default_mode = settings.delivery_mode
-    values["delivery_mode"] = (
-        [default_mode] * count
-        if modes is None
-        else [default_mode if m is None else m for m in modes]
+    values["message_id"] = _fill_nulls(values.get("message_id"), generated)
+    values["delivery_mode"] = _fill_nulls(
+        values.get("delivery_mode"), repeat(settings.delivery_mode, count)
     )
+    properties = list(map(BasicProperties.__new__, repeat(BasicProperties, count)))
+    for name in BasicProperties.field_names:
+        column = values.get(name)
+        _consume(map(setattr, properties, repeat(name), repeat(None) if column is None else column))
+    messages = list(zip(keys, bodies, properties, strict=True))
 
-    names = list(values)
-    new = BasicProperties.__new__
-    unset = [n for n in BasicProperties.field_names if n not in values]
-    messages: list[Message] = []
-    append = messages.append
-    for exchange, key, payload, row in zip(
-        exchanges, keys, bodies, zip(*values.values(), strict=True), strict=True
-    ):
-        props = new(BasicProperties)
-        for name, value in zip(names, row, strict=True):
-            setattr(props, name, value)
-        for name in unset:
-            setattr(props, name, None)
-        append(Message(exchange, key, payload, props))
-    return messages
+    if settings.exchange is not None or not plan.has("exchange"):
+        return [ExchangeRun(settings.exchange or "", messages)]
+    exchanges = _address(batch, plan, "exchange", None, where)
+    runs: list[ExchangeRun] = []
+    start = 0
+    for exchange, run in groupby(exchanges):
+        size = sum(1 for _ in run)
+        runs.append(ExchangeRun(exchange, messages[start : start + size]))
+        start += size
+    return runs
+
+
+def _fill_nulls(column: list[Any] | None, fill: Iterable[Any]) -> list[Any]:
+    """``fill`` where ``column`` is absent or null."""
+    if column is None:
+        return list(fill)
+    return [f if value is None else value for value, f in zip(column, fill, strict=False)]
+
+
+def _consume(iterator: Iterator[Any]) -> None:
+    deque(iterator, maxlen=0)
 
 
 class _RowLocator:
@@ -135,8 +142,10 @@ def _address(
     """Exchange or routing key per row: the option if set, else the column (null -> '')."""
     if fixed is not None or not plan.has(name):
         return [fixed or ""] * batch.num_rows
-    column = _short_strings(batch.column(plan.index[name]), name, where)
-    return [value or "" for value in column]
+    column = batch.column(plan.index[name])
+    if column.null_count:
+        column = pc.fill_null(column, "")
+    return _short_strings(column, name, where)  # type: ignore[return-value]
 
 
 def _short_strings(column: pa.Array, name: str, where: _RowLocator) -> list[str | None]:

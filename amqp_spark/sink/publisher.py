@@ -12,7 +12,6 @@ fresh channel is opened per task.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -31,7 +30,7 @@ from amqp_spark.client import (
 )
 from amqp_spark.options import redact_uri
 
-from .messages import Message
+from .messages import ExchangeRun
 from .settings import SinkSettings
 
 log = logging.getLogger(__name__)
@@ -95,15 +94,14 @@ class PartitionPublisher:
             channel.max_in_flight = self.settings.max_in_flight
         return channel
 
-    def publish(self, messages: Sequence[Message]) -> None:
-        """Write ``messages`` in order; blocks only while too many confirms are outstanding
-        or the broker blocks the connection."""
+    def publish(self, runs: Sequence[ExchangeRun]) -> None:
+        """Write the messages of ``runs`` in order; blocks only while too many confirms are
+        outstanding or the broker blocks the connection."""
         try:
-            self._check_exchanges({m.exchange for m in messages})
-            for exchange, run in itertools.groupby(messages, key=lambda m: m.exchange):
-                batch = [(m.routing_key, m.body, m.properties) for m in run]
-                for start in range(0, len(batch), self._chunk):
-                    chunk = batch[start : start + self._chunk]
+            self._check_exchanges({run.exchange for run in runs})
+            for exchange, messages in runs:
+                for start in range(0, len(messages), self._chunk):
+                    chunk = messages[start : start + self._chunk]
                     self._while_blocked(
                         functools.partial(
                             self._channel.basic_publish_batch,
