@@ -36,7 +36,11 @@ PROPERTIES: dict[str, Any] = {
     "timestamp": 1_700_000_000,
     "app_id": "bench",
 }
-PUBLISH: dict[str, Any] = {"exchange": "amq.topic", "routing_key": "orders.eu.created", "mandatory": False}
+PUBLISH: dict[str, Any] = {
+    "exchange": "amq.topic",
+    "routing_key": "orders.eu.created",
+    "mandatory": False,
+}
 DELIVER: dict[str, Any] = {
     "consumer_tag": "amq.ctag-0123456789abcdef",
     "delivery_tag": 123_456,
