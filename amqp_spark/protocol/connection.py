@@ -17,6 +17,7 @@ from typing import Literal
 from . import errors, frames
 from .events import (
     ContentReceived,
+    ContentTooLarge,
     Event,
     HeartbeatReceived,
     MethodReceived,
@@ -44,7 +45,7 @@ DEFAULT_FRAME_MAX = 131072
 class _Partial:
     """A content-bearing method waiting for its header and body frames."""
 
-    __slots__ = ("method", "properties", "size", "received", "chunks")
+    __slots__ = ("method", "properties", "size", "received", "chunks", "skip")
 
     def __init__(self, method: Method) -> None:
         self.method = method
@@ -52,6 +53,7 @@ class _Partial:
         self.size = 0
         self.received = 0
         self.chunks: list[bytes] = []
+        self.skip = False  #: the body is over max_body_size: count its frames, keep nothing
 
 
 def _error(code: int, text: str, method: Method | None = None) -> errors.AMQPError:
@@ -79,6 +81,7 @@ class Connection:
         *,
         supported: Iterable[Spec] = (),
         frame_max: int = DEFAULT_FRAME_MAX,
+        max_body_size: int | None = None,
     ) -> None:
         """``spec`` is required for a client. A server negotiates among ``supported`` (the
         first is its preferred version, offered to a peer whose header it does not know);
@@ -92,6 +95,8 @@ class Connection:
         self._preferred = offered[0]
         self.frame_max = frame_max
         self.channel_max = 65535
+        #: Bodies announced larger than this are skipped and reported as ContentTooLarge.
+        self.max_body_size = max_body_size
         self.open_channels: set[int] = set()
         self._closing_channels: set[int] = set()
         self._partials: dict[int, _Partial] = {}
@@ -364,6 +369,9 @@ class Connection:
             return ContentReceived(channel, partial.method, properties, b"")
         partial.properties = properties
         partial.size = size
+        if self.max_body_size is not None and size > self.max_body_size:
+            partial.skip = True
+            return ContentTooLarge(channel, partial.method, size, self.max_body_size)
         return None
 
     def _body_frame(self, channel: int, payload: bytes) -> Event | None:
@@ -380,8 +388,11 @@ class Connection:
                 partial.method,
             )
         if partial.received < partial.size:
-            partial.chunks.append(payload)
+            if not partial.skip:
+                partial.chunks.append(payload)
             return None
         del self._partials[channel]
+        if partial.skip:
+            return None
         body = b"".join([*partial.chunks, payload]) if partial.chunks else payload
         return ContentReceived(channel, partial.method, partial.properties, body)

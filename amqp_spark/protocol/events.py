@@ -45,6 +45,21 @@ class ContentReceived:
 
 
 @dataclass(slots=True)
+class ContentTooLarge:
+    """A content header announced a body over ``Connection.max_body_size``.
+
+    The connection skips that body's frames itself (nothing of it is buffered); the
+    application answers as it sees fit, e.g. a broker closes the channel with 406 as
+    RabbitMQ does.
+    """
+
+    channel: int
+    method: Method
+    size: int
+    limit: int
+
+
+@dataclass(slots=True)
 class HeartbeatReceived:
     pass
 
@@ -63,6 +78,7 @@ Event = (
     | UnsupportedProtocol
     | MethodReceived
     | ContentReceived
+    | ContentTooLarge
     | HeartbeatReceived
     | OtherFrameReceived
 )
