@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import Method, Properties
+from amqp_spark.protocol.events import ContentReceived, MethodReceived
 
 from .confirms import ConfirmTracker
 from .delivery import Delivery, ReturnedMessage
@@ -437,54 +438,38 @@ class Channel:
 
     # -- what the I/O thread delivers ---------------------------------------------------------
 
-    def _on_method(self, method: Any, properties: Properties | None, body: bytes) -> None:
-        """Called by the I/O thread for every method (with its content) on this channel."""
-        name = method.NAME
+    def _on_events(self, events: list[MethodReceived | ContentReceived]) -> None:
+        """Called by the I/O thread with a run of methods (and contents) for this channel:
+        one lock round for the run, then the answers the protocol demands, sent outside the
+        condition (see the lock order in connection.py)."""
+        to_answer = []
         with self._cond:
-            requests = self._requests
-            if requests and name in requests[0].responses:
-                requests.popleft().reply = (method, properties, body)
-                self._cond.notify_all()
-                return
-            handled = self._on_async(name, method, properties, body)
-            if handled:
-                self._cond.notify_all()
-                return
-        # Methods that need an answer: sent outside the condition (see the lock order).
-        if name == "channel.close":
-            with contextlib.suppress(ClientError):
-                self.connection._send_method(self.number, self.spec.method("channel.close-ok")())
-            self._fail(
-                ChannelClosed(
-                    method.reply_code, method.reply_text, method.class_id, method.method_id
-                )
-            )
-            self.connection._forget_channel(self.number)
-        elif name == "channel.flow":
-            with self._cond:
-                self._flow_active = bool(method.active)
-                self._cond.notify_all()
-            with contextlib.suppress(ClientError):
-                self.connection._send_method(
-                    self.number, self.spec.method("channel.flow-ok")(active=method.active)
-                )
-        elif name == "basic.cancel":
-            with self._cond:
-                self._consumers.discard(method.consumer_tag)
-                self._server_cancelled.append(method.consumer_tag)
-                self._cond.notify_all()
-            if not method.no_wait:
-                with contextlib.suppress(ClientError):
-                    self.connection._send_method(
-                        self.number,
-                        self.spec.method("basic.cancel-ok")(consumer_tag=method.consumer_tag),
-                    )
-        else:
-            log.warning("channel %d: ignoring unexpected %s", self.number, name)
+            for event in events:
+                if isinstance(event, ContentReceived):
+                    handled = self._route(event.method, event.properties, event.body)
+                else:
+                    handled = self._route(event.method, None, b"")
+                if not handled:
+                    to_answer.append(event.method)
+            self._cond.notify_all()
+        for method in to_answer:
+            self._answer(method)
 
-    def _on_async(self, name: str, m: Any, properties: Properties | None, body: bytes) -> bool:
-        """Handle an asynchronous method that needs no answer (under the condition)."""
-        if name == "basic.deliver":
+    def _route(self, m: Any, properties: Properties | None, body: bytes) -> bool:
+        """Apply one received method (under the condition); False: it needs an answer."""
+        name = m.NAME
+        requests = self._requests
+        if name == "channel.close":
+            # Closed from now on: nothing after it on this channel may answer a request.
+            self._close_under_lock(
+                ChannelClosed(m.reply_code, m.reply_text, m.class_id, m.method_id)
+            )
+            return False
+        if self._error is not None:
+            pass  # the channel is closed: what follows the close is moot
+        elif requests and name in requests[0].responses:
+            requests.popleft().reply = (m, properties, body)
+        elif name == "basic.deliver":
             assert properties is not None
             self._deliveries.append(
                 Delivery(
@@ -514,15 +499,40 @@ class Channel:
                     m.reply_code,
                     m.reply_text,
                 )
-        else:
+        elif name == "basic.cancel":
+            self._consumers.discard(m.consumer_tag)
+            self._server_cancelled.append(m.consumer_tag)
+            return bool(m.no_wait)
+        elif name == "channel.flow":
+            self._flow_active = bool(m.active)
             return False
+        else:
+            log.warning("channel %d: ignoring unexpected %s", self.number, name)
         return True
+
+    def _answer(self, m: Any) -> None:
+        """Reply to a server-sent channel.close, channel.flow or basic.cancel."""
+        method = self.spec.method
+        with contextlib.suppress(ClientError):
+            if m.NAME == "channel.close":
+                self.connection._send_method(self.number, method("channel.close-ok")())
+            elif m.NAME == "channel.flow":
+                self.connection._send_method(
+                    self.number, method("channel.flow-ok")(active=m.active)
+                )
+            else:
+                reply = method("basic.cancel-ok")(consumer_tag=m.consumer_tag)
+                self.connection._send_method(self.number, reply)
+        if m.NAME == "channel.close":
+            self.connection._forget_channel(self.number)
 
     def _fail(self, error: ClientError) -> None:
         """The channel is closed: wake every waiter with ``error``."""
         with self._cond:
-            if self._error is not None:
-                return
+            self._close_under_lock(error)
+
+    def _close_under_lock(self, error: ClientError) -> None:
+        if self._error is None:
             self._error = error
             self._requests.clear()
             self._cond.notify_all()

@@ -377,12 +377,10 @@ class Connection:
         try:
             events = self._proto.receive_data(data)
         except errors.AMQPError as err:
-            for event in getattr(err, "events", ()):
-                self._dispatch(event)
+            self._dispatch(getattr(err, "events", []))
             self._protocol_error(err)
             return False
-        for event in events:
-            self._dispatch(event)
+        self._dispatch(events)
         return self._error is None
 
     def _keep_heartbeat(self) -> None:
@@ -404,18 +402,27 @@ class Connection:
             with contextlib.suppress(ClientError):
                 self._send(self._proto.send_heartbeat())
 
-    def _dispatch(self, event: Event) -> None:
-        if isinstance(event, ContentReceived):
-            ch = self._channels.get(event.channel)
-            if ch is not None:
-                ch._on_method(event.method, event.properties, event.body)
-        elif isinstance(event, MethodReceived):
+    def _dispatch(self, events: list[Event]) -> None:
+        """Hand methods to their channels, a run of consecutive ones per channel at a time
+        (a consumer's deliveries arrive in long runs: one lock round each, not one each)."""
+        run: list[MethodReceived | ContentReceived] = []
+        for event in events:
+            if not isinstance(event, (MethodReceived, ContentReceived)):
+                continue  # heartbeats: receiving them was the point
+            if run and event.channel != run[0].channel:
+                self._to_channel(run)
+                run = []
             if event.channel == 0:
                 self._on_connection_method(event.method)
             else:
-                ch = self._channels.get(event.channel)
-                if ch is not None:
-                    ch._on_method(event.method, None, b"")
+                run.append(event)
+        if run:
+            self._to_channel(run)
+
+    def _to_channel(self, run: list[MethodReceived | ContentReceived]) -> None:
+        ch = self._channels.get(run[0].channel)
+        if ch is not None:
+            ch._on_events(run)
 
     def _on_connection_method(self, method: Any) -> None:
         name = method.NAME
