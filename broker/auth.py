@@ -1,4 +1,8 @@
-"""Password hashing (RabbitMQ's ``rabbit_password_hashing_sha256``) and SASL responses."""
+"""Password hashing (RabbitMQ's ``rabbit_password_hashing_sha256``) and SASL responses.
+
+EXTERNAL (RabbitMQ's ``rabbitmq_auth_mechanism_ssl``) takes the user name from the common
+name of the client certificate the TLS handshake verified; it is offered only then.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import os
 from amqp_spark.protocol import values
 
 MECHANISMS = ("PLAIN", "AMQPLAIN")
+EXTERNAL = "EXTERNAL"
 
 
 def hash_password(password: str, salt: bytes | None = None) -> str:
@@ -44,3 +49,9 @@ def parse_response(mechanism: str, response: bytes) -> tuple[str, str] | None:
             return None
         return login, password
     return None
+
+
+def offered_mechanisms(peer_common_name: str | None) -> tuple[str, ...]:
+    """What connection.start offers: EXTERNAL first when a verified client certificate
+    names a user, as RabbitMQ lists it."""
+    return (EXTERNAL, *MECHANISMS) if peer_common_name is not None else MECHANISMS

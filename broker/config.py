@@ -1,4 +1,4 @@
-"""Broker settings: defaults, a TOML file, and the users and virtual hosts it declares.
+"""Broker settings: defaults, a TOML file, and the users, permissions and limits it declares.
 
 Example file::
 
@@ -11,14 +11,38 @@ Example file::
     vhosts = ["/", "staging"]
     loopback_users = ["guest"]         # these users may connect from 127.0.0.0/8 and ::1 only
 
+    max_message_size = 16777216        # bytes of one message body; larger: 406 on the channel
+    connection_max = 10000             # open connections in total; 0: no limit
+    user_connection_max = 0            # open connections per user unless the user says; 0: none
+    vhost_queue_max = 100000           # queues per virtual host; 0: no limit
+    vhost_exchange_max = 10000         # exchanges declared per virtual host; 0: no limit
+    handshake_timeout = 10.0           # seconds from TCP connect to connection.open
+    auth_failure_delay = 1.0           # seconds before a refused login is closed with 403
+
+    [tls]                              # an amqps listener besides the amqp one
+    port = 5671
+    certfile = "server.pem"
+    keyfile = "server.key"
+    cacertfile = "ca.pem"              # verifies client certificates
+    verify = "verify_peer"             # or "verify_none": client certificates are not asked for
+    fail_if_no_peer_cert = false       # true: a client without a certificate is refused
+
     [users.app]
     password = "secret"                # or password_hash = "<RabbitMQ SHA-256 hash>"
-    vhosts = ["/", "staging"]
+    tags = ["management"]
+    max_connections = 50               # this user's limit (overrides user_connection_max)
+    [users.app.permissions."/"]        # regular expressions over resource names, as RabbitMQ's
+    configure = "^app-"
+    write = "^app-|^amq\\.default$"
+    read = ".*"
+
+A user may instead list ``vhosts = ["/", "staging"]``: full permissions (".*") on each.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,20 +52,60 @@ from .auth import check_password, hash_password
 
 tomllib: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
+_VERIFY_MODES = ("verify_peer", "verify_none")
+
+
+@dataclass(frozen=True)
+class Permission:
+    """A user's rights in one virtual host: regular expressions searched in resource names
+    (``re.search``, as RabbitMQ's ``re:run``); an empty string permits nothing."""
+
+    configure: str = ".*"
+    write: str = ".*"
+    read: str = ".*"
+
+    def __post_init__(self) -> None:
+        for kind in ("configure", "write", "read"):
+            try:
+                re.compile(getattr(self, kind))
+            except re.error as e:
+                raise ValueError(f"permission {kind}={getattr(self, kind)!r}: {e}") from None
+
 
 @dataclass
 class User:
     name: str
     password_hash: str
-    vhosts: list[str] = field(default_factory=lambda: ["/"])
+    #: virtual host name -> what the user may do there; a vhost not listed is refused
+    permissions: dict[str, Permission] = field(default_factory=lambda: {"/": Permission()})
     tags: list[str] = field(default_factory=list)
+    #: this user's open-connection limit; None: the broker's ``user_connection_max``
+    max_connections: int | None = None
 
     def authenticate(self, password: str) -> bool:
         return check_password(password, self.password_hash)
 
 
+@dataclass
+class TLSConfig:
+    """The amqps listener (RabbitMQ's ``listeners.ssl`` and ``ssl_options``)."""
+
+    certfile: str
+    keyfile: str
+    port: int = 5671
+    cacertfile: str | None = None
+    verify: str = "verify_none"
+    fail_if_no_peer_cert: bool = False
+
+    def __post_init__(self) -> None:
+        if self.verify not in _VERIFY_MODES:
+            raise ValueError(f"tls.verify={self.verify!r}: one of {_VERIFY_MODES}")
+        if self.verify == "verify_peer" and not self.cacertfile:
+            raise ValueError("tls.verify = 'verify_peer' needs tls.cacertfile")
+
+
 def _default_users() -> dict[str, User]:
-    return {"guest": User("guest", hash_password("guest"), ["/"], ["administrator"])}
+    return {"guest": User("guest", hash_password("guest"), {"/": Permission()}, ["administrator"])}
 
 
 @dataclass
@@ -59,6 +123,20 @@ class BrokerConfig:
     vhosts: list[str] = field(default_factory=lambda: ["/"])
     users: dict[str, User] = field(default_factory=_default_users)
     loopback_users: list[str] = field(default_factory=lambda: ["guest"])
+    tls: TLSConfig | None = None
+    max_message_size: int = 16 << 20
+    connection_max: int = 10000
+    user_connection_max: int = 0
+    vhost_queue_max: int = 100000
+    vhost_exchange_max: int = 10000
+    handshake_timeout: float = 10.0
+    auth_failure_delay: float = 1.0
+
+    def connection_limit_of(self, user: User) -> int:
+        """The user's open-connection limit; 0 means none."""
+        if user.max_connections is not None:
+            return user.max_connections
+        return self.user_connection_max
 
     @classmethod
     def from_toml(cls, path: str | Path) -> BrokerConfig:
@@ -69,17 +147,32 @@ class BrokerConfig:
     def from_dict(cls, data: dict[str, Any]) -> BrokerConfig:
         data = dict(data)
         users_data = data.pop("users", None)
+        tls_data = data.pop("tls", None)
         config = cls(**data)
         if users_data is not None:
             config.users = {name: _user(name, spec) for name, spec in users_data.items()}
+        if tls_data is not None:
+            config.tls = tls_data if isinstance(tls_data, TLSConfig) else TLSConfig(**tls_data)
         return config
 
 
-def _user(name: str, spec: dict[str, Any]) -> User:
+def _user(name: str, spec: dict[str, Any] | User) -> User:
+    if isinstance(spec, User):
+        return spec
     if "password_hash" in spec:
         password_hash = spec["password_hash"]
     elif "password" in spec:
         password_hash = hash_password(spec["password"])
     else:
         raise ValueError(f"user {name!r} needs password or password_hash")
-    return User(name, password_hash, list(spec.get("vhosts", ["/"])), list(spec.get("tags", [])))
+    if "permissions" in spec:
+        permissions = {vhost: Permission(**p) for vhost, p in spec["permissions"].items()}
+    else:
+        permissions = {vhost: Permission() for vhost in spec.get("vhosts", ["/"])}
+    return User(
+        name,
+        password_hash,
+        permissions,
+        list(spec.get("tags", [])),
+        spec.get("max_connections"),
+    )

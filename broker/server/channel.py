@@ -95,6 +95,7 @@ class ServerChannel:
         handler = HANDLERS.get(method.NAME)
         if handler is None:
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {method.NAME} is not supported")
+        self.conn.access.check(method, self._last_queue)
         handler(self, method)
 
     def redispatch(self) -> None:
@@ -364,6 +365,7 @@ class ServerChannel:
         """basic.publish with its content."""
         if m.immediate:
             raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
+        self.conn.access.check(m)
         exchange = self.vhost.exchange(m.exchange)
         if exchange.internal:
             raise errors.AccessRefused(

@@ -2,7 +2,14 @@
 
 Output is collected per event-loop turn and written with one ``transport.write``. Reading
 stops (``pause_reading``) while the transport's write buffer is over its high watermark or
-while the broker's memory is over its watermark and this connection publishes.
+while the broker's memory is over its watermark and this connection publishes: a peer that
+stops reading its socket holds at most ``write_buffer_high`` bytes of output, and whatever it
+publishes waits in its own socket (TCP flow control), as RabbitMQ's credit flow does.
+
+Hostile input is bounded too: the handshake must finish within ``handshake_timeout``, a
+refused login is closed after ``auth_failure_delay``, the broker holds at most
+``connection_max`` connections and a user ``connection_limit_of(user)``, and a message body
+declared larger than ``max_message_size`` is refused (406) before it is buffered.
 """
 
 from __future__ import annotations
@@ -16,8 +23,10 @@ from typing import TYPE_CHECKING, Any
 from amqp_spark.protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
 from amqp_spark.protocol.frames import FRAME_MIN_SIZE
 
-from .. import __version__
-from ..auth import MECHANISMS, parse_response
+from .. import __version__, tls
+from ..access import Access
+from ..auth import EXTERNAL, offered_mechanisms, parse_response
+from ..config import User
 from ..model.message import Message
 from ..model.vhost import VirtualHost
 from . import wire
@@ -42,8 +51,7 @@ _CAPABILITIES = {
         "direct_reply_to",
     )
 }
-#: Seconds a peer has to finish the opening handshake, and to answer our connection.close.
-HANDSHAKE_TIMEOUT = 10.0
+#: Seconds a peer has to answer our connection.close.
 CLOSE_TIMEOUT = 3.0
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
 
@@ -57,6 +65,8 @@ class AMQPConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.user: str | None = None
+        self.access: Access = None  # type: ignore[assignment]  # set by connection.open
+        self._peer_common_name: str | None = None
         self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
         self.channels: dict[int, ServerChannel] = {}
         self.client_properties: dict[str, Any] = {}
@@ -87,8 +97,15 @@ class AMQPConnection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=self.config.write_buffer_high)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        limit = self.config.connection_max
+        if limit and len(self.server.connections) >= limit:
+            log.warning("refusing connection %s: connection limit (%d) reached", self.peer, limit)
+            self._closed = True
+            transport.abort()
+            return
         self.server.connections.add(self)
-        self._timer = self.loop.call_later(HANDSHAKE_TIMEOUT, self._handshake_timeout)
+        self._peer_common_name = tls.peer_common_name(transport)
+        self._timer = self.loop.call_later(self.config.handshake_timeout, self._handshake_timeout)
         log.info("accepting AMQP connection %s", self.peer)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -115,6 +132,7 @@ class AMQPConnection(asyncio.Protocol):
                 self._fail(_as_rabbitmq_reports(err))
             else:
                 self._handle_events(evs)
+            self._refuse_oversized_content()
             for channel in self._confirming:
                 channel.flush_confirms()
             self._confirming.clear()
@@ -124,6 +142,19 @@ class AMQPConnection(asyncio.Protocol):
             self.close(541, "INTERNAL_ERROR")
         if self._publisher and self.server.memory.blocked:
             self.set_memory_blocked(True)
+
+    def _refuse_oversized_content(self) -> None:
+        """Close (406) each channel whose content in progress declares a body over
+        ``max_message_size``; the protocol layer then drops what it buffered and discards
+        the rest of that body."""
+        limit = self.config.max_message_size
+        # The protocol layer has no public view of contents in progress yet.
+        partials = self.proto._partials  # noqa: SLF001
+        for channel_id, partial in list(partials.items()):
+            if partial.size > limit and not self._closed:
+                self._refuse_channel(
+                    channel_id, partial.method, _message_too_large(partial.size, limit)
+                )
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -270,6 +301,8 @@ class AMQPConnection(asyncio.Protocol):
             )
         channel = self.channels.get(channel_id)
         try:
+            if content is not None and len(content.body) > self.config.max_message_size:
+                raise _message_too_large(len(content.body), self.config.max_message_size)
             if channel is None:
                 if method.NAME != "channel.open":
                     return  # late, for a channel we closed: the protocol layer let it through
@@ -280,20 +313,27 @@ class AMQPConnection(asyncio.Protocol):
             else:
                 channel.handle(method)
         except errors.AMQPError as err:
-            if not err.class_id:
-                err.with_culprit(method.CLASS_ID, method.METHOD_ID)
             if err.hard:
+                if not err.class_id:
+                    err.with_culprit(method.CLASS_ID, method.METHOD_ID)
                 raise
-            log.info("connection %s channel %d error: %s", self.peer, channel_id, err)
-            if channel is not None:
-                channel.teardown()
-            close = self.spec.method("channel.close")(
-                reply_code=err.reply_code,
-                reply_text=err.reply_text,
-                class_id=err.class_id,
-                method_id=err.method_id,
-            )
-            self.send_method(channel_id, close)
+            self._refuse_channel(channel_id, method, err)
+
+    def _refuse_channel(self, channel_id: int, method: Method, err: errors.AMQPError) -> None:
+        """Close a channel with a soft error, naming ``method`` unless ``err`` names one."""
+        if not err.class_id:
+            err.with_culprit(method.CLASS_ID, method.METHOD_ID)
+        log.info("connection %s channel %d error: %s", self.peer, channel_id, err)
+        channel = self.channels.get(channel_id)
+        if channel is not None:
+            channel.teardown()
+        close = self.spec.method("channel.close")(
+            reply_code=err.reply_code,
+            reply_text=err.reply_text,
+            class_id=err.class_id,
+            method_id=err.method_id,
+        )
+        self.send_method(channel_id, close)
 
     def forget_channel(self, channel_id: int) -> None:
         self.channels.pop(channel_id, None)
@@ -363,46 +403,17 @@ class AMQPConnection(asyncio.Protocol):
                 "cluster_name": "amqp-spark",
                 "capabilities": dict(_CAPABILITIES),
             },
-            mechanisms=" ".join(MECHANISMS).encode(),
+            mechanisms=" ".join(offered_mechanisms(self._peer_common_name)).encode(),
             locales=b"en_US",
         )
         self.send_method(0, start)
 
     def _start_ok(self, m: Any) -> None:
         self.client_properties = m.client_properties or {}
-        mechanism = m.mechanism
-        credentials = parse_response(mechanism, m.response) if mechanism in MECHANISMS else None
-        user = self.server.config.users.get(credentials[0]) if credentials else None
-        refused: str | None = None
-        if credentials is None:
-            refused = (
-                f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}"
-            )
-        elif user is None or not user.authenticate(credentials[1]):
-            refused = (
-                f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}. "
-                "For details see the broker logfile."
-            )
-        elif user.name in self.config.loopback_users and not self.peer.startswith(
-            _LOOPBACK_PREFIXES
-        ):
-            refused = (
-                f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}. "
-                "For details see the broker logfile."
-            )
-            log.info("connection %s: user %r may connect from loopback only", self.peer, user.name)
-        if refused is not None:
-            log.info(
-                "connection %s: login refused for user %r (%s)",
-                self.peer,
-                credentials[0] if credentials else None,
-                mechanism,
-            )
-            if self.client_capability("authentication_failure_close"):
-                raise errors.AccessRefused(refused)
-            self.abort()
+        user, reason = self._login(m.mechanism, m.response)
+        if user is None:
+            self._refuse_login(m.mechanism, reason)
             return
-        assert user is not None
         self.user = user.name
         self._state = "tune"
         tune = self.spec.method("connection.tune")(
@@ -411,6 +422,59 @@ class AMQPConnection(asyncio.Protocol):
             heartbeat=self.config.heartbeat,
         )
         self.send_method(0, tune)
+
+    def _login(self, mechanism: str, response: bytes) -> tuple[User | None, str]:
+        """The user a start-ok authenticates, or None and why not (for the log only)."""
+        if mechanism == EXTERNAL:
+            name = self._peer_common_name
+            if name is None:
+                return None, "EXTERNAL without a verified client certificate"
+            user = self.config.users.get(name)
+            if user is None:
+                return None, f"no user {name!r} for the client certificate"
+        else:
+            credentials = parse_response(mechanism, response)
+            if credentials is None:
+                return None, "malformed response or unsupported mechanism"
+            user = self.config.users.get(credentials[0])
+            if user is None or not user.authenticate(credentials[1]):
+                return None, f"wrong user name or password for {credentials[0]!r}"
+        if user.name in self.config.loopback_users and not self.peer.startswith(_LOOPBACK_PREFIXES):
+            return None, f"user {user.name!r} may connect from loopback only"
+        return user, ""
+
+    def _refuse_login(self, mechanism: str, reason: str) -> None:
+        """Log the failure, stop reading, and close with 403 after ``auth_failure_delay``
+        (a connection.close to clients that announced authentication_failure_close, else
+        the socket), which slows password guessing down."""
+        delay = self.config.auth_failure_delay
+        log.warning(
+            "connection %s: login refused (mechanism %s): %s; closing in %.1fs",
+            self.peer,
+            mechanism,
+            reason,
+            delay,
+        )
+        self._state = "refused"
+        assert self.transport is not None
+        self.transport.pause_reading()
+        if self._timer is not None:
+            self._timer.cancel()
+        text = (
+            f"ACCESS_REFUSED - Login was refused using authentication mechanism {mechanism}. "
+            "For details see the broker logfile."
+        )
+        self._timer = self.loop.call_later(delay, self._close_refused_login, text)
+
+    def _close_refused_login(self, text: str) -> None:
+        self._timer = None
+        if not self.client_capability("authentication_failure_close"):
+            self.abort()
+            return
+        assert self.transport is not None
+        if not self.transport.is_closing():
+            self.transport.resume_reading()
+        self._fail(errors.AccessRefused(text).with_culprit(10, 11))  # connection.start-ok
 
     def _tune_ok(self, m: Any) -> None:
         cfg = self.config
@@ -436,11 +500,19 @@ class AMQPConnection(asyncio.Protocol):
         user = self.config.users[self.user or ""]
         if vhost is None:
             raise errors.NotAllowed(f"NOT_ALLOWED - vhost {name} not found")
-        if name not in user.vhosts:
+        if name not in user.permissions:
             raise errors.NotAllowed(
                 f"NOT_ALLOWED - access to vhost '{name}' refused for user '{user.name}'"
             )
+        limit = self.config.connection_limit_of(user)
+        if limit and self._open_connections_of(user) >= limit:
+            log.warning("connection %s: user %r is at its connection limit", self.peer, user.name)
+            raise errors.NotAllowed(
+                f"NOT_ALLOWED - Connection refused for user '{user.name}'. "
+                f"User connection limit ({limit}) is reached"
+            )
         self.vhost = vhost
+        self.access = Access(user, vhost, self.config)
         self._state = "open"
         if self._timer is not None:
             self._timer.cancel()
@@ -449,6 +521,9 @@ class AMQPConnection(asyncio.Protocol):
             self._timer = self.loop.call_later(self.heartbeat / 2, self._heartbeat_tick)
         self.send_method(0, self.spec.method("connection.open-ok")())
         log.info("connection %s: user %r opened vhost %r", self.peer, self.user, name)
+
+    def _open_connections_of(self, user: User) -> int:
+        return sum(1 for c in self.server.connections if c.user == user.name and c._state == "open")
 
     def _close(self, m: Any) -> None:
         log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
@@ -487,6 +562,12 @@ class AMQPConnection(asyncio.Protocol):
         self._timer = self.loop.call_later(interval / 2, self._heartbeat_tick)
 
 
+def _message_too_large(size: int, limit: int) -> errors.AMQPError:
+    return errors.PreconditionFailed(
+        f"PRECONDITION_FAILED - message size {size} is larger than configured max size {limit}"
+    )
+
+
 def _as_rabbitmq_reports(err: errors.AMQPError) -> errors.AMQPError:
     """RabbitMQ reports method arguments it cannot decode as 501 FRAME_ERROR, not 502."""
     if err.reply_code != 502:
@@ -508,6 +589,7 @@ _CONNECTION_HANDLERS: dict[str, Callable[[AMQPConnection, Any], None]] = {
 #: The connection methods a state accepts (states not listed accept any).
 _EXPECTED = {
     "start": {"connection.start-ok", "connection.close"},
+    "refused": {"connection.close"},
     "tune": {"connection.tune-ok", "connection.close"},
     "open-wait": {"connection.open", "connection.close"},
     "closing": {"connection.close", "connection.close-ok"},

@@ -1,0 +1,154 @@
+"""What a connection's user may do in its virtual host: RabbitMQ's configure / write / read
+permissions on every method that names a resource, and the per-vhost resource limits.
+
+The permission each method needs (RabbitMQ's access-control table):
+
+=========================  ===========================  ==================  ================
+method                     configure                    write               read
+=========================  ===========================  ==================  ================
+exchange.declare           exchange (unless passive)    alternate exchange  exchange (if AE)
+exchange.delete            exchange
+queue.declare              queue (unless passive)       dead-letter exch.   queue (if DLX)
+queue.delete               queue
+exchange.bind / unbind                                  destination         source
+queue.bind / unbind                                     queue               exchange
+basic.publish                                           exchange
+basic.get / consume                                                         queue
+queue.purge                                                                 queue
+=========================  ===========================  ==================  ================
+
+The default exchange is named ``amq.default`` in permissions, as in RabbitMQ. A queue the
+server will name is checked as ``amq.gen-`` followed by a generated-looking suffix.
+Refusals are 403 ACCESS_REFUSED channel errors; a declaration over a limit is 406.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from amqp_spark.protocol import Method, errors
+
+from .config import BrokerConfig, Permission, User
+from .model.vhost import STANDARD_EXCHANGES, VirtualHost
+
+#: What a server-named queue is checked as before the server picks its name.
+SERVER_NAMED_QUEUE = "amq.gen-" + "A" * 22
+_STANDARD_EXCHANGE_COUNT = len(STANDARD_EXCHANGES) + 1  # and the default exchange
+_CACHE_SIZE = 4096
+
+
+class Access:
+    """One connection's rights: built at connection.open, consulted by its channels."""
+
+    def __init__(self, user: User, vhost: VirtualHost, config: BrokerConfig) -> None:
+        self.user = user
+        self.vhost = vhost
+        self.config = config
+        permission = user.permissions.get(vhost.name, Permission("", "", ""))
+        self._patterns = {
+            kind: re.compile(getattr(permission, kind)) if getattr(permission, kind) else None
+            for kind in ("configure", "write", "read")
+        }
+        self._allowed: dict[tuple[str, str, str], bool] = {}
+
+    def check(self, method: Method, last_queue: str | None = None) -> None:
+        """Raise the error RabbitMQ sends if this user may not perform ``method``.
+        ``last_queue`` is the queue an empty queue name refers to on the channel."""
+        rule = _RULES.get(method.NAME)
+        if rule is not None:
+            rule(self, method, last_queue or "")
+
+    # -- permissions --------------------------------------------------------------------------
+
+    def require(self, kind: str, resource: str, name: str) -> None:
+        """``kind`` permission ("configure", "write", "read") on ``resource`` ("queue" or
+        "exchange") ``name``, else 403."""
+        if resource == "exchange" and name == "":
+            name = "amq.default"
+        key = (kind, resource, name)
+        allowed = self._allowed.get(key)
+        if allowed is None:
+            pattern = self._patterns[kind]
+            allowed = pattern is not None and pattern.search(name) is not None
+            if len(self._allowed) >= _CACHE_SIZE:
+                self._allowed.clear()
+            self._allowed[key] = allowed
+        if not allowed:
+            raise errors.AccessRefused(
+                f"ACCESS_REFUSED - access to {resource} '{name}' in vhost '{self.vhost.name}' "
+                f"refused for user '{self.user.name}'"
+            )
+
+    # -- rules --------------------------------------------------------------------------------
+
+    def _exchange_declare(self, m: Any, last_queue: str) -> None:
+        if m.passive:
+            return
+        self.require("configure", "exchange", m.exchange)
+        alternate = (m.arguments or {}).get("alternate-exchange")
+        if isinstance(alternate, str):
+            self.require("write", "exchange", alternate)
+            self.require("read", "exchange", m.exchange)
+        limit = self.config.vhost_exchange_max
+        exchanges = self.vhost.exchanges
+        over = len(exchanges) - _STANDARD_EXCHANGE_COUNT >= limit
+        if limit and over and m.exchange not in exchanges:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - cannot declare exchange '{m.exchange}': exchange "
+                f"limit in vhost '{self.vhost.name}' ({limit}) is reached"
+            )
+
+    def _exchange_delete(self, m: Any, last_queue: str) -> None:
+        self.require("configure", "exchange", m.exchange)
+
+    def _exchange_bind(self, m: Any, last_queue: str) -> None:
+        self.require("write", "exchange", m.destination)
+        self.require("read", "exchange", m.source)
+
+    def _queue_declare(self, m: Any, last_queue: str) -> None:
+        if m.passive:
+            return
+        name = m.queue or SERVER_NAMED_QUEUE
+        self.require("configure", "queue", name)
+        dead_letter = (m.arguments or {}).get("x-dead-letter-exchange")
+        if isinstance(dead_letter, str):
+            self.require("write", "exchange", dead_letter)
+            self.require("read", "queue", name)
+        limit = self.config.vhost_queue_max
+        queues = self.vhost.queues
+        if limit and name not in queues and len(queues) >= limit:
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - cannot declare queue '{m.queue}': queue limit in vhost "
+                f"'{self.vhost.name}' ({limit}) is reached"
+            )
+
+    def _queue_delete(self, m: Any, last_queue: str) -> None:
+        self.require("configure", "queue", m.queue or last_queue)
+
+    def _queue_bind(self, m: Any, last_queue: str) -> None:
+        self.require("write", "queue", m.queue or last_queue)
+        self.require("read", "exchange", m.exchange)
+
+    def _queue_read(self, m: Any, last_queue: str) -> None:
+        self.require("read", "queue", m.queue or last_queue)
+
+    def _basic_publish(self, m: Any, last_queue: str) -> None:
+        self.require("write", "exchange", m.exchange)
+
+
+_RULES: dict[str, Callable[[Access, Any, str], None]] = {
+    "exchange.declare": Access._exchange_declare,
+    "exchange.delete": Access._exchange_delete,
+    "exchange.bind": Access._exchange_bind,
+    "exchange.unbind": Access._exchange_bind,
+    "queue.declare": Access._queue_declare,
+    "queue.delete": Access._queue_delete,
+    "queue.bind": Access._queue_bind,
+    "queue.unbind": Access._queue_bind,
+    "queue.purge": Access._queue_read,
+    "basic.get": Access._queue_read,
+    "basic.consume": Access._queue_read,
+    "basic.publish": Access._basic_publish,
+}
