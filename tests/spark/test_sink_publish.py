@@ -1,21 +1,86 @@
-"""``df.write.format("amqp")`` against the bundled broker and RabbitMQ, checked with pika."""
+"""The sink against the bundled broker and RabbitMQ, checked with an independent client (pika)."""
 
 from __future__ import annotations
 
 import datetime
+import json
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pika
 import pytest
 from chispa import assert_df_equality
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from amqp_spark.schema import STRING_PROPERTIES
-from tests.spark.sink_support import bound_queue, consume, pika_channel, unique
+from broker import Broker
 
 pytestmark = pytest.mark.spark
+
+
+@dataclass
+class Received:
+    """One message as pika saw it."""
+
+    exchange: str
+    routing_key: str
+    properties: Any  # pika.BasicProperties
+    body: bytes
+
+
+@contextmanager
+def pika_channel(url: str) -> Iterator[Any]:
+    conn = pika.BlockingConnection(pika.URLParameters(url))
+    try:
+        yield conn.channel()
+    finally:
+        conn.close()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+def bound_queue(url: str, exchange: str, exchange_type: str = "direct", key: str = "k") -> str:
+    """Declare ``exchange`` (unless it is the default one) and a queue bound to it."""
+    queue = unique("sinkq")
+    with pika_channel(url) as ch:
+        if exchange:
+            ch.exchange_declare(exchange, exchange_type, auto_delete=False)
+        ch.queue_declare(queue)
+        if exchange:
+            ch.queue_bind(queue, exchange, routing_key=key)
+    return queue
+
+
+def consume(url: str, queue: str, count: int, timeout: float = 60.0) -> list[Received]:
+    """Exactly the ``count`` messages of ``queue`` (acked), or fewer if ``timeout`` ran out;
+    then checks that nothing more is there."""
+    got: list[Received] = []
+    deadline = time.monotonic() + timeout
+    with pika_channel(url) as ch:
+        while len(got) < count and time.monotonic() < deadline:
+            method, properties, body = ch.basic_get(queue, auto_ack=True)
+            if method is None:
+                time.sleep(0.05)
+                continue
+            got.append(Received(method.exchange, method.routing_key, properties, body))
+        if len(got) == count:
+            method, _, _ = ch.basic_get(queue, auto_ack=True)
+            assert method is None, f"more than the {count} expected messages in {queue}"
+    return got
+
 
 WHEN = datetime.datetime(2024, 5, 6, 7, 8, 9, tzinfo=datetime.timezone.utc)
 
@@ -170,3 +235,126 @@ def test_column_of_the_wrong_type_fails_at_start(amqp_spark: SparkSession) -> No
     df = amqp_spark.range(3).select(F.lit(b"x").alias("body"), F.col("id").alias("message_id"))
     with pytest.raises(Exception, match="column 'message_id' is bigint, expected string"):
         write(df, "amqp://guest:guest@127.0.0.1:1/%2F")
+
+
+def drain(url: str, queue: str, quiet: float = 2.0, timeout: float = 60.0) -> list[Received]:
+    """Everything ``queue`` holds until it stayed empty for ``quiet`` seconds."""
+    got: list[Received] = []
+    deadline = time.monotonic() + timeout
+    with pika_channel(url) as ch:
+        last = time.monotonic()
+        while time.monotonic() - last < quiet and time.monotonic() < deadline:
+            method, properties, body = ch.basic_get(queue, auto_ack=True)
+            if method is None:
+                time.sleep(0.05)
+                continue
+            last = time.monotonic()
+            got.append(Received(method.exchange, method.routing_key, properties, body))
+    return got
+
+
+def test_stream_ids_name_query_batch_partition_and_row(
+    amqp_spark: SparkSession, broker_url: str, tmp_path: Path
+) -> None:
+    queue = bound_queue(broker_url, "")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.json").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(30)))
+    df = amqp_spark.readStream.schema("n long").json(str(source))
+    query = (
+        df.select(F.format_string("row-%d", "n").alias("body"))
+        .writeStream.format("amqp")
+        .option("uri", broker_url)
+        .option("routingKey", queue)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180)
+    received = consume(broker_url, queue, 30)
+    assert [(m.properties.message_id, m.body) for m in received] == [
+        (f"{query.id}:0:0:{i}", f"row-{i}".encode()) for i in range(30)
+    ]
+    assert {m.properties.delivery_mode for m in received} == {2}
+
+
+def test_task_killed_mid_batch_is_retried_and_every_row_arrives_with_its_id(
+    amqp_spark: SparkSession, broker_url: str, tmp_path: Path
+) -> None:
+    rows, kill_at = 1000, 900
+    queue = bound_queue(broker_url, "")
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.json").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(rows)))
+    marker = str(tmp_path / "killed")
+
+    @F.udf("string")
+    def body_or_die(n: int) -> str:
+        if n == kill_at and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the Python worker dies mid-partition, once
+        return f"row-{n}"
+
+    df = amqp_spark.readStream.schema("n long").json(str(source))
+    stream = df.select(body_or_die("n").alias("body")).writeStream.format("amqp")
+    stream = stream.option("uri", broker_url).option("routingKey", queue)
+    stream = stream.option("checkpointLocation", str(tmp_path / "ck"))
+
+    amqp_spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
+    try:
+        failed = stream.trigger(availableNow=True).start()
+        with pytest.raises(StreamingQueryException):
+            failed.awaitTermination(180)
+        assert os.path.exists(marker)
+        before_retry = drain(broker_url, queue)
+        retried = stream.trigger(availableNow=True).start()  # same checkpoint: batch 0 again
+        assert retried.awaitTermination(180)
+        assert retried.id == failed.id
+    finally:
+        amqp_spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    after_retry = drain(broker_url, queue)
+
+    assert 0 < len(before_retry) < kill_at  # the first attempt stopped mid-partition
+    expected = {f"{failed.id}:0:0:{i}": f"row-{i}".encode() for i in range(rows)}
+    assert {m.properties.message_id: m.body for m in after_retry} == expected
+    for m in before_retry:  # duplicates carry the id (and body) of the retried row
+        assert expected[m.properties.message_id] == m.body
+
+
+def test_blocked_broker_slows_the_writer_without_failing_or_losing_rows(
+    amqp_spark: SparkSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows, size = 3000, 1000
+    # Publishers are blocked whenever more than ~50 bodies are queued.
+    with (
+        caplog.at_level(logging.INFO, logger="broker"),
+        Broker(config={"memory_high_watermark": 50 * size}) as broker,
+    ):
+        queue = bound_queue(broker.url, "")
+        consumed: list[bytes] = []
+        stop = threading.Event()
+
+        def consumer() -> None:
+            with pika_channel(broker.url) as ch:
+                ch.basic_qos(prefetch_count=100)
+                ch.basic_consume(queue, lambda c, m, p, b: consumed.append(b), auto_ack=True)
+                deadline = time.monotonic() + 120
+                while not stop.is_set() and len(consumed) < rows and time.monotonic() < deadline:
+                    ch.connection.process_data_events(time_limit=0.1)
+                    time.sleep(0.01)  # a slow consumer, so that the queue fills up
+
+        thread = threading.Thread(target=consumer, daemon=True)
+        thread.start()
+        try:
+            df = amqp_spark.range(rows).select(
+                F.concat(F.lpad(F.col("id").cast("string"), 8, "0"), F.lit("x" * (size - 8)))
+                .cast("binary")
+                .alias("body")
+            )
+            write(df.repartition(2), broker.url, routingKey=queue)
+            thread.join(120)
+        finally:
+            stop.set()
+            thread.join(10)
+    assert "memory watermark crossed" in caplog.text, "the broker never blocked publishers"
+    assert sorted(int(body[:8]) for body in consumed) == list(range(rows))
