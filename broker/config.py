@@ -82,6 +82,11 @@ class User:
     #: this user's open-connection limit; None: the broker's ``user_connection_max``
     max_connections: int | None = None
 
+    @property
+    def vhosts(self) -> list[str]:
+        """The virtual hosts the user may open."""
+        return list(self.permissions)
+
     def authenticate(self, password: str) -> bool:
         return check_password(password, self.password_hash)
 
@@ -118,6 +123,8 @@ class BrokerConfig:
     frame_max: int = 131072
     channel_max: int = 2047
     memory_high_watermark: int = 1 << 30
+    #: bytes of free disk space under data_dir below which publishers block
+    disk_free_limit: int = 50_000_000
     #: A connection stops reading its socket while this many bytes wait to be written to it.
     write_buffer_high: int = 4 << 20
     vhosts: list[str] = field(default_factory=lambda: ["/"])

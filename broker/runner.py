@@ -9,8 +9,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from . import tls
 from .config import BrokerConfig
 from .server.app import BrokerServer
+from .server.connection import AMQPConnection
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
@@ -31,6 +33,9 @@ class Broker:
 
     with Broker() as b:          # port=0: an ephemeral port
         connect(b.url)
+
+    With a ``[tls]`` section in the config, an amqps listener runs too (``tls_port``,
+    ``tls_url``); its port 0 also means an ephemeral port.
     """
 
     def __init__(
@@ -46,6 +51,7 @@ class Broker:
             self.config.data_dir = data_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: BrokerServer | None = None
+        self._tls_server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._error: BaseException | None = None
@@ -59,6 +65,16 @@ class Broker:
     @property
     def url(self) -> str:
         return f"amqp://guest:guest@{self.config.host}:{self.port}/%2F"
+
+    @property
+    def tls_port(self) -> int:
+        if self._tls_server is None:
+            raise RuntimeError("the broker has no amqps listener running")
+        return tls.bound_port(self._tls_server)
+
+    @property
+    def tls_url(self) -> str:
+        return f"amqps://guest:guest@{self.config.host}:{self.tls_port}/%2F"
 
     def start(self) -> Broker:
         if self._thread is not None:
@@ -78,8 +94,11 @@ class Broker:
         loop = asyncio.new_event_loop()
         self._loop = loop
         try:
-            self._server = BrokerServer(self.config, loop)
-            loop.run_until_complete(self._server.start())
+            server = self._server = BrokerServer(self.config, loop)
+            loop.run_until_complete(server.start())
+            self._tls_server = loop.run_until_complete(
+                tls.listen(lambda: AMQPConnection(server), self.config.host, self.config.tls, loop)
+            )
         except BaseException as e:  # reported to start()'s caller
             self._error = e
             self._started.set()
@@ -88,7 +107,9 @@ class Broker:
         self._started.set()
         try:
             loop.run_forever()
-            loop.run_until_complete(self._server.shutdown())
+            if self._tls_server is not None:
+                self._tls_server.close()
+            loop.run_until_complete(server.shutdown())
         finally:
             loop.close()
 
@@ -98,7 +119,7 @@ class Broker:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_STOP_TIMEOUT)
         self._thread = None
-        self._server = None
+        self._server = self._tls_server = None
 
     def __enter__(self) -> Broker:
         return self.start()
