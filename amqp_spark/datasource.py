@@ -23,7 +23,8 @@ class AMQPDataSource(DataSource):
     """Reads AMQP queues as streaming or batch DataFrames; writes DataFrames to exchanges.
 
     The schema is fixed (see ``amqp_spark.schema``). Source options are parsed and checked
-    when a reader is made: at ``load()`` for batch reads, at ``start()`` for streams.
+    in ``schema()``, which Spark calls at ``load()`` of reads and streams (never for writes,
+    measured), so a bad option fails there.
     """
 
     @classmethod
@@ -31,6 +32,7 @@ class AMQPDataSource(DataSource):
         return "amqp"
 
     def schema(self) -> str:
+        self._source_options()
         return DDL
 
     def _source_options(self) -> SourceOptions:

@@ -254,11 +254,9 @@ def test_unreachable_broker_fails_the_query_with_a_clear_error(queries: Queries)
         query.awaitTermination(120)
 
 
-def test_bad_option_fails_at_start_naming_option_and_value(queries: Queries) -> None:
+def test_bad_option_fails_at_load_naming_option_and_value(amqp_spark: SparkSession) -> None:
+    reader = amqp_spark.readStream.format("amqp").options(
+        uri="amqp://127.0.0.1", queue="q", maxMessagesPerTrigger="zero"
+    )
     with pytest.raises(Exception, match="maxMessagesPerTrigger.*'zero'.*an integer >= 1"):
-        query = queries.start(
-            {"uri": "amqp://127.0.0.1", "queue": "q", "maxMessagesPerTrigger": "zero"},
-            queries.checkpoint(),
-            print,
-        )
-        query.awaitTermination(120)
+        reader.load()

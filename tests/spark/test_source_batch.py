@@ -1,0 +1,55 @@
+"""``spark.read.format("amqp")`` over classic queues: a peek that requeues by default, a
+consuming read with ``ackBatchReads``; errors at ``load()``."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+from tests.spark.conftest import Broker
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+BODIES = [f"b{i:03d}".encode() for i in range(15)]
+
+
+def read(spark: SparkSession, broker: Broker, queue: str, **extra: str) -> list[bytes]:
+    df = spark.read.format("amqp").option("uri", broker.url).option("queue", queue)
+    return sorted(r.body for r in df.options(**extra).load().collect())
+
+
+def test_batch_read_requeues_what_it_read_by_default(
+    broker: Broker, amqp_spark: SparkSession
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, BODIES)
+
+    assert read(amqp_spark, broker, queue) == BODIES
+    assert broker.wait_ready(queue, 15) == 15
+    assert read(amqp_spark, broker, queue) == BODIES
+
+
+def test_batch_read_with_ack_consumes_what_it_read(
+    broker: Broker, amqp_spark: SparkSession
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, BODIES)
+
+    assert (
+        read(amqp_spark, broker, queue, ackBatchReads="true", maxMessagesPerTrigger="10")
+        == (BODIES[:10])
+    )
+    assert broker.wait_ready(queue, 5) == 5
+    assert read(amqp_spark, broker, queue, ackBatchReads="true") == BODIES[10:]
+    assert broker.wait_ready(queue, 0) == 0
+
+
+def test_batch_read_of_a_missing_queue_names_it(broker: Broker, amqp_spark: SparkSession) -> None:
+    with pytest.raises(Exception, match="no-such-queue"):
+        read(amqp_spark, broker, "no-such-queue")
+
+
+def test_bad_option_fails_at_load(amqp_spark: SparkSession) -> None:
+    reader = amqp_spark.read.format("amqp").option("uri", "amqp://127.0.0.1")
+    with pytest.raises(Exception, match="exactly one of 'queue'"):
+        reader.load()
