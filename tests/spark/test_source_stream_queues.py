@@ -3,6 +3,8 @@ restarted query has no gap and no duplicate (with a sink idempotent per batch)."
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
@@ -94,11 +96,9 @@ def test_batch_read_of_an_offset_range_is_repeatable(
     broker: Broker, amqp_spark: SparkSession, stream_queue: str
 ) -> None:
     broker.publish(stream_queue, bodies(12))
-    reader = (
-        amqp_spark.read.format("amqp")
-        .options(**stream_options(broker, stream_queue, startingOffsets='{"%s": 3}' % stream_queue))
-        .option("endingOffsets", '{"%s": 9}' % stream_queue)
-    )
+    starting, ending = json.dumps({stream_queue: 3}), json.dumps({stream_queue: 9})
+    opts = stream_options(broker, stream_queue, startingOffsets=starting, endingOffsets=ending)
+    reader = amqp_spark.read.format("amqp").options(**opts)
 
     first = sorted((r.offset, r.body) for r in reader.load().collect())
     second = sorted((r.offset, r.body) for r in reader.load().collect())
