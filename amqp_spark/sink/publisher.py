@@ -83,12 +83,18 @@ class PartitionPublisher:
         self._chunk = max(1, min(1000, settings.max_in_flight // 4))
         try:
             self._channel = self._open_channel()
-        except ClientError as e:
+        except (ClientError, OSError) as e:
             drop_connection(settings.uri)
             raise self._failure(e) from e
 
     def _open_channel(self) -> Channel:
-        channel = connection_for(self.settings.uri).channel()
+        try:
+            channel = connection_for(self.settings.uri).channel()
+        except (ClientError, OSError):
+            # The cached connection may have died since the last task (broker restart,
+            # idle timeout) without the worker noticing yet: one fresh attempt.
+            drop_connection(self.settings.uri)
+            channel = connection_for(self.settings.uri).channel()
         if self.settings.confirm:
             channel.confirm_select()
             channel.max_in_flight = self.settings.max_in_flight
