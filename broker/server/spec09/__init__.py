@@ -1,0 +1,136 @@
+"""AMQP 0-9 (and 0-8) on the server: the classes and methods 0-9-1 dropped.
+
+A channel of a connection that negotiated 0-9 or 0-8 gets a ``Spec09State`` (its
+``extension``) and dispatches through ``handlers(core)``: the 0-9-1 handlers, wrapped to
+check access tickets and 0-9's stricter rules, plus the access, file, stream, tx, dtx,
+tunnel and message classes. Content-bearing methods go through ``content``. A 0-9-1 channel
+never touches this package.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import errors
+
+from . import access, channel_extras, dtx, file, message, publishing, stream_class, tunnel
+from .consumers import named_queue
+from .lanes import lanes_of
+from .state import Spec09State, state_of
+
+if TYPE_CHECKING:
+    from ..channel import ServerChannel
+
+Handler = Callable[["ServerChannel", Any], None]
+ContentHandler = Callable[["ServerChannel", Any, Any, bytes], None]
+
+#: Methods whose queue field, empty on a channel that declared no queue, is a 530.
+_NAMES_A_QUEUE = ("queue.purge", "queue.delete", "basic.get", "basic.consume")
+
+_CONTENT: dict[str, ContentHandler] = {
+    "file.stage": file.stage,
+    "stream.publish": stream_class.stream_publish,
+    "tunnel.request": tunnel.tunnel_request,
+}
+
+
+def attach(channel: ServerChannel) -> Spec09State | None:
+    """The 0-9 state of a new channel; None when the connection speaks 0-9-1."""
+    return Spec09State() if channel.conn.spec.version < (0, 9, 1) else None
+
+
+def _checked(name: str, handler: Handler) -> Handler:
+    def run(channel: ServerChannel, m: Any) -> None:
+        access.check_ticket(channel, m)
+        if name in _NAMES_A_QUEUE:
+            named_queue(channel, m.queue)
+        handler(channel, m)
+
+    return run
+
+
+def _recover(core: Handler) -> Handler:
+    def run(channel: ServerChannel, m: Any) -> None:
+        channel_extras.require_not_transacted(channel)
+        core(channel, m)
+
+    return run
+
+
+def _tx_commit(core: Handler) -> Handler:
+    def run(channel: ServerChannel, m: Any) -> None:
+        channel._require_tx()
+        publishing.commit(channel)
+        core(channel, m)
+
+    return run
+
+
+def _tx_rollback(core: Handler) -> Handler:
+    def run(channel: ServerChannel, m: Any) -> None:
+        channel._require_tx()
+        state_of(channel).tx_publishes.clear()
+        core(channel, m)
+
+    return run
+
+
+def _queue_purge(core: Handler) -> Handler:
+    """queue.purge empties the lanes of the other content classes too."""
+
+    def run(channel: ServerChannel, m: Any) -> None:
+        for queue_lane in lanes_of(channel._queue(m.queue)):
+            queue_lane.purge()
+        core(channel, m)
+
+    return run
+
+
+@functools.cache
+def _table(core_items: tuple[tuple[str, Handler], ...]) -> dict[str, Handler]:
+    table = dict(core_items)
+    table["basic.recover"] = _recover(table["basic.recover"])
+    table["tx.commit"] = _tx_commit(table["tx.commit"])
+    table["tx.rollback"] = _tx_rollback(table["tx.rollback"])
+    table["queue.purge"] = _queue_purge(table["queue.purge"])
+    for module in (access, file, stream_class, dtx, message, channel_extras):
+        table.update(module.HANDLERS)  # type: ignore[attr-defined]
+    return {name: _checked(name, handler) for name, handler in table.items()}
+
+
+def handlers(core: dict[str, Handler]) -> dict[str, Handler]:
+    """The dispatch table of a 0-9 channel, built on the 0-9-1 table ``core``."""
+    return _table(tuple(core.items()))
+
+
+def content(channel: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
+    """A content-bearing method from the client, on a 0-9 channel."""
+    access.check_ticket(channel, m)
+    if m.NAME == "basic.publish":
+        channel.basic_publish(m, properties, body)
+        return
+    handler = _CONTENT.get(m.NAME)
+    if handler is None:
+        raise errors.CommandInvalid(f"COMMAND_INVALID - {m.NAME} is not sent by clients")
+    handler(channel, m, properties, body)
+
+
+def teardown(channel: ServerChannel) -> None:
+    """The channel closed: tickets lapse, an interrupted file stage is kept for a resume."""
+    access.release(channel)
+    file.interrupted(channel, _partial_body(channel))
+    state = state_of(channel)
+    if state.rate_timer is not None:
+        state.rate_timer.cancel()
+
+
+def _partial_body(channel: ServerChannel) -> bytes:
+    """The body octets of a content still arriving on the channel (a cut file.stage).
+
+    The protocol layer keeps them in its private per-channel ``_partials``; it has no
+    public accessor yet.
+    """
+    partial = getattr(channel.conn.proto, "_partials", {}).get(channel.id)
+    return b"".join(partial.chunks) if partial is not None else b""

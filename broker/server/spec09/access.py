@@ -1,0 +1,134 @@
+"""The access class: realms, access.request, and the ticket every 0-9 method carries.
+
+Realms are per virtual host. ``/data`` holds every exchange and queue of the virtual host
+and is open to each user allowed on it; ``/admin`` is open to users tagged
+``administrator``. A ticket grants the rights asked for (passive, active, write, read) on
+one realm, on the channel that requested it only. Ticket 0 is the channel's implicit
+ticket: full rights on ``/data`` (what clients that never send access.request, such as
+every 0-9-1 client, rely on), unless another channel holds ``/data`` exclusively.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import errors
+
+from .state import state_of
+
+if TYPE_CHECKING:
+    from ...model.vhost import VirtualHost
+    from ..channel import ServerChannel
+
+DATA_REALM = "/data"
+ADMIN_REALM = "/admin"
+RIGHTS = ("passive", "active", "write", "read")
+
+#: The right each ticketed method needs (declare/delete with passive set: "passive").
+NEEDED = {
+    "exchange.declare": "active",
+    "exchange.delete": "active",
+    "queue.declare": "active",
+    "queue.bind": "active",
+    "queue.unbind": "active",
+    "queue.purge": "read",
+    "queue.delete": "active",
+    "basic.consume": "read",
+    "basic.get": "read",
+    "basic.publish": "write",
+    "file.consume": "read",
+    "file.publish": "write",
+    "stream.consume": "read",
+    "stream.publish": "write",
+    "message.transfer": "write",
+    "message.consume": "read",
+    "message.get": "read",
+}
+
+
+@dataclass(frozen=True)
+class Ticket:
+    number: int
+    realm: str
+    rights: frozenset[str]
+    exclusive: bool
+
+
+#: Per virtual host: realm -> the channels holding tickets on it, and which one holds it
+#: exclusively.
+_holders: weakref.WeakKeyDictionary[VirtualHost, dict[str, set[ServerChannel]]] = (
+    weakref.WeakKeyDictionary()
+)
+_exclusive: weakref.WeakKeyDictionary[VirtualHost, dict[str, ServerChannel]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _realms_for(channel: ServerChannel) -> set[str]:
+    user = channel.conn.config.users.get(channel.conn.user or "")
+    realms = {DATA_REALM}
+    if user is not None and "administrator" in user.tags:
+        realms.add(ADMIN_REALM)
+    return realms
+
+
+def access_request(channel: ServerChannel, m: Any) -> None:
+    """Grant a ticket, or refuse: an unknown realm looks exactly like a forbidden one."""
+    ext = state_of(channel)
+    realm = m.realm
+    if realm not in _realms_for(channel):
+        raise errors.AccessRefused(f"ACCESS_REFUSED - access to realm '{realm}' refused")
+    holders = _holders.setdefault(channel.vhost, {}).setdefault(realm, set())
+    owner = _exclusive.setdefault(channel.vhost, {}).get(realm)
+    if owner is not None and owner is not channel:
+        raise errors.ResourceLocked(f"RESOURCE_LOCKED - realm '{realm}' is held exclusively")
+    if m.exclusive and holders - {channel}:
+        raise errors.ResourceLocked(
+            f"RESOURCE_LOCKED - realm '{realm}' has active tickets on other channels"
+        )
+    rights = frozenset(r for r in RIGHTS if getattr(m, r))
+    number = len(ext.tickets) + 1
+    ext.tickets[number] = Ticket(number, realm, rights, bool(m.exclusive))
+    holders.add(channel)
+    if m.exclusive:
+        _exclusive[channel.vhost][realm] = channel
+    channel.send(channel.conn.spec.method("access.request-ok")(ticket=number))
+
+
+def release(channel: ServerChannel) -> None:
+    """The channel closed: its tickets lapse."""
+    for realm, holders in _holders.get(channel.vhost, {}).items():
+        holders.discard(channel)
+        exclusive = _exclusive.get(channel.vhost, {})
+        if exclusive.get(realm) is channel:
+            del exclusive[realm]
+
+
+def check_ticket(channel: ServerChannel, m: Any) -> None:
+    """403 unless ``m.ticket`` grants what ``m`` needs on the ``/data`` realm."""
+    needed = NEEDED.get(m.NAME)
+    if needed is None:
+        return
+    if getattr(m, "passive", False):
+        needed = "passive"
+    number = m.ticket
+    if number == 0:
+        owner = _exclusive.get(channel.vhost, {}).get(DATA_REALM)
+        if owner is None or owner is channel:
+            return
+        raise errors.AccessRefused(
+            f"ACCESS_REFUSED - realm '{DATA_REALM}' is held exclusively by another channel"
+        )
+    ticket = state_of(channel).tickets.get(number)
+    if ticket is None:
+        raise errors.AccessRefused(f"ACCESS_REFUSED - ticket {number} was not granted here")
+    if ticket.realm != DATA_REALM or needed not in ticket.rights:
+        raise errors.AccessRefused(
+            f"ACCESS_REFUSED - ticket {number} does not grant '{needed}' access to "
+            f"realm '{DATA_REALM}'"
+        )
+
+
+HANDLERS = {"access.request": access_request}

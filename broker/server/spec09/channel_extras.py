@@ -1,0 +1,56 @@
+"""0-9 methods of the classes 0-9-1 kept: channel.resume/ping/pong/ok, exchange.bound and
+basic.recover-sync."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import errors
+
+if TYPE_CHECKING:
+    from ..channel import ServerChannel
+
+
+def _channel_ok(ch: ServerChannel, m: Any) -> None:
+    """channel.resume (the channel is already open here: nothing to resume), ping, pong."""
+    ch.send(ch.conn.spec.method("channel.ok")())
+
+
+def _ignore(ch: ServerChannel, m: Any) -> None:
+    pass
+
+
+def _exchange_bound(ch: ServerChannel, m: Any) -> None:
+    """Is ``queue`` (any queue when empty) bound to ``exchange`` for ``routing-key``?"""
+    vhost = ch.vhost
+    code, text = 0, "OK"
+    if m.exchange not in vhost.exchanges:
+        code, text = 404, "EXCHANGE_NOT_FOUND"
+    elif m.queue and m.queue not in vhost.queues:
+        code, text = 404, "QUEUE_NOT_FOUND"
+    else:
+        routed = vhost.route(vhost.exchanges[m.exchange], m.routing_key, {})
+        if not any(q.name == m.queue or not m.queue for q in routed):
+            code, text = 312, "NO_ROUTE"
+    ch.send(ch.conn.spec.method("exchange.bound-ok")(reply_code=code, reply_text=text))
+
+
+def require_not_transacted(ch: ServerChannel) -> None:
+    if ch.transactional:
+        raise errors.PreconditionFailed("PRECONDITION_FAILED - recover on a transacted channel")
+
+
+def _recover_sync(ch: ServerChannel, m: Any) -> None:
+    require_not_transacted(ch)
+    ch._basic_recover(m)
+    ch.send(ch.conn.spec.method("basic.recover-sync-ok")())
+
+
+HANDLERS = {
+    "channel.resume": _channel_ok,
+    "channel.ping": _channel_ok,
+    "channel.pong": _channel_ok,
+    "channel.ok": _ignore,
+    "exchange.bound": _exchange_bound,
+    "basic.recover-sync": _recover_sync,
+}

@@ -1,0 +1,226 @@
+"""The message class of 0-9: transfer, consume, cancel, get, recover, qos, the reference
+methods (open, append, close, checkpoint, resume) and the replies ok, empty, reject, offset.
+
+A message's body travels inline in message.transfer or, for large messages, in a
+*reference*: message.open names it, message.append adds data, message.close ends it; a
+transfer whose body names an open reference is routed when the reference closes.
+message.checkpoint saves a reference's data under an identifier that outlives the
+connection; message.resume reopens a reference from it and answers message.offset.
+
+The server's own transfers (to consumers and for message.get) are answered by the client
+with message.ok or message.reject, in order: ``transfers_awaiting_ok`` holds their delivery
+tags.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import errors
+from amqp_spark.protocol.values import Content
+
+from . import consumers, staging
+from .lanes import ClassMessage, lane
+from .publishing import publish
+from .state import HeldTransfer, state_of
+
+if TYPE_CHECKING:
+    from ...model.message import QueuedMessage
+    from ...model.queues import Consumer, Queue
+    from ..channel import ServerChannel
+
+#: message.transfer fields that travel with the message (not the per-delivery ones).
+_PER_DELIVERY = ("ticket", "destination", "redelivered", "body")
+
+
+def _text(value: bytes | str) -> str:
+    """A reference name (a longstr on the wire)."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _ok(ch: ServerChannel) -> None:
+    ch.send(ch.conn.spec.method("message.ok")())
+
+
+def _send_transfer(
+    ch: ServerChannel, destination: str, entry: QueuedMessage, tag: int | None
+) -> None:
+    message = entry.message
+    transfer = ch.conn.spec.method("message.transfer")(
+        **message.properties,
+        destination=destination,
+        redelivered=entry.redelivered,
+        body=Content(message.body),
+    )
+    state_of(ch).transfers_awaiting_ok.append(tag)
+    ch.send(transfer)
+
+
+class MessageSink:
+    def __init__(self, channel: ServerChannel) -> None:
+        self.channel = channel
+
+    def can_deliver(self, consumer: Consumer) -> bool:
+        return consumers.may_deliver(self.channel, consumer)
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+        tag = consumers.track(self.channel, consumer, queue, entry)
+        _send_transfer(self.channel, consumer.tag, entry, None if consumer.no_ack else tag)
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        consumers.forget(self.channel, consumer)
+
+
+def _transfer(ch: ServerChannel, m: Any) -> None:
+    headers = {f: getattr(m, f) for f in m.FIELD_NAMES if f not in _PER_DELIVERY}
+    headers["exchange"] = m.destination
+    body: Content = m.body
+    data = b"" if body.reference else body.data
+    message = ClassMessage(
+        "message", m.destination, m.routing_key, headers, data, priority=m.priority
+    )
+    if body.reference:
+        ext = state_of(ch)
+        reference = _text(body.data)
+        if reference not in ext.references:
+            raise errors.NotFound(f"NOT_FOUND - unknown reference '{reference}'")
+        exchange = ch.vhost.exchange(m.destination)
+        ext.held.setdefault(reference, []).append(HeldTransfer(exchange, message))
+    else:
+        publish(ch, m.destination, message, False)
+    _ok(ch)
+
+
+def _consume(ch: ServerChannel, m: Any) -> None:
+    consumer = consumers.consume(
+        ch,
+        m.queue,
+        m.destination,
+        "message",
+        MessageSink(ch),
+        no_ack=m.no_ack,
+        exclusive=m.exclusive,
+    )
+    _ok(ch)
+    consumer.queue.dispatch()
+
+
+def _cancel(ch: ServerChannel, m: Any) -> None:
+    consumers.cancel(ch, m.destination)
+    _ok(ch)
+
+
+def _get(ch: ServerChannel, m: Any) -> None:
+    queue = lane(consumers.named_queue(ch, m.queue), "message")
+    entry = queue.get()
+    if entry is None:
+        ch.send(ch.conn.spec.method("message.empty")())
+        return
+    tag = ch._next_tag
+    ch._next_tag += 1
+    if m.no_ack:
+        queue.settle(entry)
+        _send_transfer(ch, m.destination, entry, None)
+    else:
+        ch.unacked[tag] = (None, queue, entry)
+        _send_transfer(ch, m.destination, entry, tag)
+    _ok(ch)
+
+
+def _recover(ch: ServerChannel, m: Any) -> None:
+    if ch.transactional:
+        raise errors.PreconditionFailed("PRECONDITION_FAILED - recover on a transacted channel")
+    items = list(ch.unacked.values())
+    ch.unacked.clear()
+    ch._settle("requeue", items)
+    _ok(ch)
+
+
+def _qos(ch: ServerChannel, m: Any) -> None:
+    state_of(ch).prefetch["message"] = m.prefetch_count
+    _ok(ch)
+
+
+def _settle_transfer(ch: ServerChannel, action: str) -> None:
+    """The client answered our oldest outstanding transfer."""
+    awaiting = state_of(ch).transfers_awaiting_ok
+    if not awaiting:
+        raise errors.CommandInvalid("COMMAND_INVALID - no message.transfer awaits an answer")
+    tag = awaiting.popleft()
+    if tag is not None and tag in ch.unacked:
+        ch._settle_or_hold(action, tag, False)
+
+
+def _client_ok(ch: ServerChannel, m: Any) -> None:
+    _settle_transfer(ch, "ack")
+
+
+def _client_reject(ch: ServerChannel, m: Any) -> None:
+    _settle_transfer(ch, "reject")
+
+
+def _open_reference(ch: ServerChannel, reference: str, data: bytes) -> None:
+    ext = state_of(ch)
+    if reference in ext.references:
+        raise errors.PreconditionFailed(f"PRECONDITION_FAILED - reference '{reference}' is open")
+    ext.references[reference] = bytearray(data)
+
+
+def _open_data(ch: ServerChannel, reference: str) -> bytearray:
+    data = state_of(ch).references.get(reference)
+    if data is None:
+        raise errors.NotFound(f"NOT_FOUND - reference '{reference}' is not open")
+    return data
+
+
+def _open(ch: ServerChannel, m: Any) -> None:
+    _open_reference(ch, _text(m.reference), b"")
+    _ok(ch)
+
+
+def _append(ch: ServerChannel, m: Any) -> None:
+    _open_data(ch, _text(m.reference)).extend(
+        m.bytes.encode() if isinstance(m.bytes, str) else m.bytes
+    )
+    _ok(ch)
+
+
+def _close(ch: ServerChannel, m: Any) -> None:
+    reference = _text(m.reference)
+    data = bytes(_open_data(ch, reference))
+    ext = state_of(ch)
+    del ext.references[reference]
+    for held in ext.held.pop(reference, []):
+        held.message.body = data
+        publish(ch, held.exchange.name, held.message, False)
+    _ok(ch)
+
+
+def _checkpoint(ch: ServerChannel, m: Any) -> None:
+    data = _open_data(ch, _text(m.reference))
+    staging.put(ch, "message:" + m.identifier, staging.Staged(bytes(data)))
+    _ok(ch)
+
+
+def _resume(ch: ServerChannel, m: Any) -> None:
+    saved = staging.get(ch, "message:" + m.identifier)
+    data = saved.data if saved is not None else b""
+    _open_reference(ch, _text(m.reference), data)
+    ch.send(ch.conn.spec.method("message.offset")(value=len(data)))
+
+
+HANDLERS = {
+    "message.transfer": _transfer,
+    "message.consume": _consume,
+    "message.cancel": _cancel,
+    "message.get": _get,
+    "message.recover": _recover,
+    "message.qos": _qos,
+    "message.ok": _client_ok,
+    "message.reject": _client_reject,
+    "message.open": _open,
+    "message.append": _append,
+    "message.close": _close,
+    "message.checkpoint": _checkpoint,
+    "message.resume": _resume,
+}

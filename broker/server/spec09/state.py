@@ -1,0 +1,64 @@
+"""What a channel speaking AMQP 0-9 (or 0-8) keeps beyond a 0-9-1 channel."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...model.exchanges import Exchange
+    from ...model.message import QueuedMessage
+    from ...model.queues import Consumer, Queue
+    from ..channel import ServerChannel
+    from .access import Ticket
+    from .lanes import ClassMessage
+
+
+@dataclass
+class OutgoingFile:
+    """A file delivery in progress: file.open sent, waiting for the client's open-ok."""
+
+    consumer: Consumer
+    lane: Queue
+    entry: QueuedMessage
+    delivery_tag: int | None  #: None for a no-ack consumer
+
+
+@dataclass
+class HeldTransfer:
+    """A message.transfer whose body is a reference that is still open."""
+
+    exchange: Exchange
+    message: ClassMessage
+
+
+@dataclass
+class Spec09State:
+    tickets: dict[int, Ticket] = field(default_factory=dict)
+    #: file.qos / stream.qos / message.qos prefetch-count of consumers created from now on.
+    prefetch: dict[str, int] = field(default_factory=dict)
+    #: file: the staging identifier the client opened (file.open) and its staged bytes so far.
+    staging: str | None = None
+    staged: bytes = b""
+    outgoing_file: OutgoingFile | None = None
+    #: stream.qos consume-rate in octets per second (0: unlimited) and when the next
+    #: stream delivery may go.
+    consume_rate: int = 0
+    next_stream_at: float = 0.0
+    rate_timer: Any = None
+    #: message class: open references and their data, transfers held on them, and the
+    #: delivery tags of the server's transfers awaiting message.ok (None: no-ack).
+    references: dict[str, bytearray] = field(default_factory=dict)
+    held: dict[str, list[HeldTransfer]] = field(default_factory=dict)
+    transfers_awaiting_ok: deque[int | None] = field(default_factory=deque)
+    #: tx: contents of the 0-9 classes published in the open transaction.
+    tx_publishes: list[tuple[Exchange, ClassMessage, bool]] = field(default_factory=list)
+    dtx_selected: bool = False
+    dtx_identifier: str | None = None
+
+
+def state_of(channel: ServerChannel) -> Spec09State:
+    ext = channel.extension
+    assert ext is not None, "a 0-9 method on a channel that does not speak 0-9"
+    return ext

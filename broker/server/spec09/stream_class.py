@@ -1,0 +1,94 @@
+"""The stream content class (not RabbitMQ stream queues): qos with a consume rate,
+consume, cancel, publish, return and deliver. Stream content is never acknowledged: a
+delivered message leaves the queue at once (rule stream:03).
+
+The consume rate (stream.qos consume-rate, octets per second, 0 = unlimited) paces a
+channel's stream deliveries: after a message of n octets the next waits n / rate seconds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import consumers
+from .lanes import ClassMessage
+from .publishing import publish
+from .state import state_of
+
+if TYPE_CHECKING:
+    from ...model.message import QueuedMessage
+    from ...model.queues import Consumer, Queue
+    from ..channel import ServerChannel
+
+
+class StreamSink:
+    def __init__(self, channel: ServerChannel) -> None:
+        self.channel = channel
+
+    def can_deliver(self, consumer: Consumer) -> bool:
+        ch = self.channel
+        if not consumers.may_deliver(ch, consumer):
+            return False
+        ext = state_of(ch)
+        if not ext.consume_rate:
+            return True
+        wait = ext.next_stream_at - ch.conn.loop.time()
+        if wait <= 0:
+            return True
+        if ext.rate_timer is None:
+            ext.rate_timer = ch.conn.loop.call_later(wait, self._rate_elapsed)
+        return False
+
+    def _rate_elapsed(self) -> None:
+        state_of(self.channel).rate_timer = None
+        if not self.channel.closed:
+            self.channel.redispatch()
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+        ch = self.channel
+        ext = state_of(ch)
+        message = entry.message
+        if ext.consume_rate:
+            start = max(ext.next_stream_at, ch.conn.loop.time())
+            ext.next_stream_at = start + len(message.body) / ext.consume_rate
+        tag = consumers.track(ch, consumer, queue, entry)
+        deliver = ch.conn.spec.method("stream.deliver")(
+            consumer_tag=consumer.tag, delivery_tag=tag, exchange=message.exchange, queue=queue.name
+        )
+        ch.conn.send_content(ch.id, deliver, message.properties, message.body)
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        consumers.forget(self.channel, consumer)
+
+
+def _qos(ch: ServerChannel, m: Any) -> None:
+    ext = state_of(ch)
+    ext.prefetch["stream"] = m.prefetch_count
+    ext.consume_rate = m.consume_rate
+    ch.send(ch.conn.spec.method("stream.qos-ok")())
+    ch.redispatch()
+
+
+def _consume(ch: ServerChannel, m: Any) -> None:
+    consumer = consumers.consume(
+        ch, m.queue, m.consumer_tag, "stream", StreamSink(ch), no_ack=True, exclusive=m.exclusive
+    )
+    if not m.no_wait:
+        ch.send(ch.conn.spec.method("stream.consume-ok")(consumer_tag=consumer.tag))
+    consumer.queue.dispatch()
+
+
+def _cancel(ch: ServerChannel, m: Any) -> None:
+    consumers.cancel(ch, m.consumer_tag)
+    if not m.no_wait:
+        ch.send(ch.conn.spec.method("stream.cancel-ok")(consumer_tag=m.consumer_tag))
+
+
+def stream_publish(ch: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
+    message = ClassMessage(
+        "stream", m.exchange, m.routing_key, properties, body, priority=properties.priority
+    )
+    publish(ch, m.exchange, message, m.mandatory)
+
+
+HANDLERS = {"stream.qos": _qos, "stream.consume": _consume, "stream.cancel": _cancel}

@@ -1,0 +1,71 @@
+"""Multi-step exchanges of the 0-9 classes, shared by the tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .peer import Peer
+
+
+def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:
+    return str(peer.call(channel, "queue.declare", queue=queue, **fields).queue)
+
+
+def stage_file(
+    peer: Peer, channel: int, identifier: str, body: bytes, properties: dict[str, Any] | None = None
+) -> int:
+    """file.open + file.stage of ``body`` from the offset the server reports; returns it."""
+    ok = peer.call(channel, "file.open", identifier=identifier, content_size=len(body))
+    offset = int(ok.staged_size)
+    peer.send_content(channel, "file.stage", body[offset:], properties)
+    return offset
+
+
+def publish_file(
+    peer: Peer,
+    channel: int,
+    routing_key: str,
+    body: bytes,
+    identifier: str,
+    exchange: str = "",
+    properties: dict[str, Any] | None = None,
+    **fields: Any,
+) -> None:
+    stage_file(peer, channel, identifier, body, properties)
+    peer.send(
+        channel,
+        "file.publish",
+        exchange=exchange,
+        routing_key=routing_key,
+        identifier=identifier,
+        **fields,
+    )
+
+
+def receive_file(peer: Peer, channel: int, staged_size: int = 0) -> tuple[Any, bytes]:
+    """Answer the server's file.open; returns (file.deliver, staged body)."""
+    peer.expect(channel, "file.open")
+    peer.send(channel, "file.open-ok", staged_size=staged_size)
+    stage = peer.expect(channel, "file.stage")
+    deliver = peer.expect(channel, "file.deliver").method
+    return deliver, stage.body
+
+
+def transfer(peer: Peer, channel: int, routing_key: str, body: bytes, **fields: Any) -> Any:
+    from amqp_spark.protocol.values import Content
+
+    return peer.call(
+        channel,
+        "message.transfer",
+        destination="",
+        routing_key=routing_key,
+        body=Content(body),
+        **fields,
+    )
+
+
+def receive_transfer(peer: Peer, channel: int, answer: str = "message.ok") -> Any:
+    """The server's next message.transfer, answered with ``answer``."""
+    m = peer.expect(channel, "message.transfer").method
+    peer.send(channel, answer, **({"code": 1, "text": "no"} if answer == "message.reject" else {}))
+    return m

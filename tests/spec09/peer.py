@@ -1,0 +1,164 @@
+"""A minimal synchronous AMQP peer on the sans-IO protocol layer, for the 0-9 rule tests.
+
+The project's client covers the 0-9-1 subset; the 0-9 classes (access, file, stream, dtx,
+tunnel, message) and the error cases need exact frames, so tests speak them with this.
+Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from amqp_spark.protocol import SPEC_0_9, Connection, Spec
+
+TIMEOUT = 5.0
+
+
+class Peer:
+    def __init__(
+        self, url: str, spec: Spec = SPEC_0_9, user: str = "guest", password: str = "guest"
+    ):
+        parts = urlsplit(url)
+        self.spec = spec
+        self.sock = socket.create_connection((parts.hostname, parts.port or 5672), timeout=TIMEOUT)
+        self.proto = Connection("client", spec)
+        self.pending: list[Any] = []
+        self.closed = False
+        self.sock.sendall(self.proto.initiate())
+        start = self.expect(0, "connection.start").method
+        self.server_properties = start.server_properties
+        self.send(
+            0,
+            "connection.start-ok",
+            client_properties={"product": "spec09-tests"},
+            mechanism="PLAIN",
+            response=f"\0{user}\0{password}".encode(),
+            locale="en_US",
+        )
+        tune = self.expect(0, "connection.tune").method
+        self.proto.frame_max = tune.frame_max
+        self.send(
+            0,
+            "connection.tune-ok",
+            channel_max=tune.channel_max,
+            frame_max=tune.frame_max,
+            heartbeat=0,
+        )
+        self.send(0, "connection.open", virtual_host="/")
+        self.expect(0, "connection.open-ok")
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def method(self, name: str, **fields: Any) -> Any:
+        return self.spec.method(name)(**fields)
+
+    def send(self, channel: int, name: str, **fields: Any) -> None:
+        self.sock.sendall(self.proto.send_method(channel, self.method(name, **fields)))
+
+    def send_content(
+        self,
+        channel: int,
+        name: str,
+        body: bytes,
+        properties: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> None:
+        props = self.spec.properties(name.split(".")[0])(**(properties or {}))
+        self.sock.sendall(
+            self.proto.send_content(channel, self.method(name, **fields), props, body)
+        )
+
+    def call(self, channel: int, name: str, reply: str | None = None, **fields: Any) -> Any:
+        """Send a method and return its reply method (the first of its ``<response>``s by
+        default)."""
+        method = self.method(name, **fields)
+        self.sock.sendall(self.proto.send_method(channel, method))
+        names = (reply,) if reply else tuple(method.responses())
+        return self.expect(channel, *names).method
+
+    def open_channel(self, channel: int = 1) -> int:
+        self.call(channel, "channel.open")
+        return channel
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    def _read(self, deadline: float) -> bool:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        self.sock.settimeout(remaining)
+        try:
+            data = self.sock.recv(65536)
+        except TimeoutError:
+            return False
+        if not data:
+            self.closed = True
+            return False
+        self.pending.extend(self.proto.receive_data(data))
+        return True
+
+    def expect(self, channel: int, *names: str, timeout: float = TIMEOUT) -> Any:
+        """The first event on ``channel`` whose method is one of ``names`` (earlier events on
+        that channel stay queued); AssertionError naming what came instead on timeout, and
+        on channel.close / connection.close when those were not asked for."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, ev in enumerate(self.pending):
+                method = getattr(ev, "method", None)
+                if method is None or getattr(ev, "channel", None) != channel and ev.channel != 0:
+                    continue
+                if method.NAME in names and (ev.channel == channel or ev.channel == 0):
+                    return self.pending.pop(i)
+                if (
+                    method.NAME in ("channel.close", "connection.close")
+                    and method.NAME not in names
+                ):
+                    raise AssertionError(
+                        f"expected {names}, got {method.NAME} "
+                        f"{method.reply_code} {method.reply_text}"
+                    )
+            if self.closed or not self._read(deadline):
+                seen = [getattr(e, "method", e) for e in self.pending]
+                raise AssertionError(
+                    f"no {names} on channel {channel} within {timeout}s; got {seen}"
+                )
+
+    def nothing(self, channel: int, *names: str, wait: float = 0.3) -> None:
+        """Assert that no ``names`` method arrives on ``channel`` within ``wait`` seconds."""
+        try:
+            ev = self.expect(channel, *names, timeout=wait)
+        except AssertionError as err:
+            if "within" in str(err):
+                return
+            raise
+        raise AssertionError(f"unexpected {ev.method.NAME}")
+
+    def channel_error(self, channel: int) -> int:
+        """The reply code of the channel.close the server sends (answered with close-ok)."""
+        close = self.expect(channel, "channel.close").method
+        self.send(channel, "channel.close-ok")
+        return int(close.reply_code)
+
+    def connection_error(self) -> int:
+        close = self.expect(0, "connection.close").method
+        return int(close.reply_code)
+
+    def error(self, channel: int) -> tuple[str, int]:
+        """("channel" | "connection", reply code) of the error the server raised."""
+        close = self.expect(channel, "channel.close", "connection.close").method
+        kind = "connection" if close.NAME == "connection.close" else "channel"
+        return kind, int(close.reply_code)
+
+    def close(self) -> None:
+        try:
+            if not self.closed:
+                self.send(
+                    0, "connection.close", reply_code=200, reply_text="bye", class_id=0, method_id=0
+                )
+                self.expect(0, "connection.close-ok", timeout=2)
+        except (AssertionError, OSError):
+            pass
+        self.sock.close()

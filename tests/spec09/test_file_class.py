@@ -1,0 +1,157 @@
+"""The file class: staging, resume, publish, deliver, ack, reject, qos and its errors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from .flows import declare_queue, publish_file, receive_file, stage_file
+from .peer import Peer
+
+rule = pytest.mark.spec_rule
+
+
+@rule("file.open-ok.staged-size:02", "file.publish.exchange:01", "file:04")
+def test_a_staged_file_published_to_the_default_exchange_is_delivered(
+    peer: Peer, name: str
+) -> None:
+    declare_queue(peer, 1, name)
+    publish_file(peer, 1, name, b"file-body" * 100, "id-1", properties={"filename": "a.txt"})
+    peer.call(1, "file.consume", queue=name, consumer_tag="c1")
+    deliver, body = receive_file(peer, 1)
+    assert body == b"file-body" * 100
+    assert (deliver.consumer_tag, deliver.routing_key, deliver.identifier) == ("c1", name, "id-1")
+    peer.send(1, "file.ack", delivery_tag=deliver.delivery_tag, multiple=False)
+    peer.call(1, "file.cancel", consumer_tag="c1")
+    assert peer.call(1, "queue.declare", queue=name, passive=True).queue == name
+
+
+@rule("file.open-ok.staged-size:01", "file.open.content-size:01")
+def test_a_client_resumes_its_delivery_from_the_offset_it_gives(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    publish_file(peer, 1, name, b"0123456789", "resume-deliver")
+    peer.call(1, "file.consume", queue=name, no_ack=True)
+    peer.expect(1, "file.open")
+    peer.send(1, "file.open-ok", staged_size=4)
+    assert peer.expect(1, "file.stage").body == b"456789"
+    peer.expect(1, "file.deliver")
+
+
+def test_a_stage_cut_by_a_broken_connection_resumes_where_it_stopped(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    first = peer_factory()
+    first.open_channel(1)
+    declare_queue(first, 1, name)
+    body = bytes(range(256)) * 4000
+    ok = first.call(1, "file.open", identifier="big", content_size=len(body))
+    assert ok.staged_size == 0
+    # Send the method, header and part of the body of file.stage, then drop the socket.
+    frames = first.proto.send_content(
+        1, first.method("file.stage"), first.spec.properties("file")(), body
+    )
+    # Two whole body frames (frame-max 131072) and a partial third.
+    first.sock.sendall(frames[:300_000])
+    first.sock.close()
+    first.closed = True
+    time.sleep(0.3)  # the broker notices the closed socket
+    second = peer_factory()
+    second.open_channel(1)
+    offset = stage_file(second, 1, "big", body)
+    assert 0 < offset < len(body)
+    second.send(1, "file.publish", exchange="", routing_key=name, identifier="big")
+    second.call(1, "file.consume", queue=name, no_ack=True)
+    _, received = receive_file(second, 1)
+    assert received == body
+
+
+def test_file_stage_without_file_open_is_a_command_invalid(peer: Peer) -> None:
+    peer.send_content(1, "file.stage", b"data")
+    assert peer.error(1) == ("connection", 503)
+
+
+def test_publishing_an_unstaged_identifier_is_not_found(peer: Peer, name: str) -> None:
+    peer.send(1, "file.publish", exchange="", routing_key=name, identifier="never-staged")
+    assert peer.channel_error(1) == 404
+
+
+@rule("file.qos.prefetch-count:01")
+def test_file_deliveries_stay_within_the_prefetch_count(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    for i in range(3):
+        publish_file(peer, 1, name, b"x%d" % i, f"q-{name}-{i}")
+    peer.call(1, "file.qos", prefetch_size=0, prefetch_count=1, global_=False)
+    peer.call(1, "file.consume", queue=name)
+    deliver, _ = receive_file(peer, 1)
+    peer.nothing(1, "file.open")
+    peer.send(1, "file.ack", delivery_tag=deliver.delivery_tag, multiple=False)
+    receive_file(peer, 1)
+
+
+@rule("file.ack.multiple:01", "domain.delivery-tag:non-zero")
+def test_acking_an_unknown_delivery_tag_is_a_channel_error(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    publish_file(peer, 1, name, b"x", f"ack-{name}")
+    peer.call(1, "file.consume", queue=name)
+    deliver, _ = receive_file(peer, 1)
+    assert deliver.delivery_tag != 0
+    peer.send(1, "file.ack", delivery_tag=deliver.delivery_tag + 100, multiple=False)
+    assert peer.channel_error(1) == 406
+
+
+@rule("file.reject:02")
+def test_a_rejected_file_without_requeue_is_discarded(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    publish_file(peer, 1, name, b"x", f"rej-{name}")
+    peer.call(1, "file.consume", queue=name, consumer_tag="c")
+    deliver, _ = receive_file(peer, 1)
+    peer.send(1, "file.reject", delivery_tag=deliver.delivery_tag, requeue=False)
+    peer.nothing(1, "file.open")
+
+
+@rule("file.consume.consumer-tag:01")
+def test_a_second_file_consumer_with_the_same_tag_is_a_530(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    peer.call(1, "file.consume", queue=name, consumer_tag="dup")
+    peer.send(1, "file.consume", queue=name, consumer_tag="dup")
+    assert peer.error(1) == ("connection", 530)
+
+
+@rule("file.consume.exclusive:01")
+def test_exclusive_file_consume_on_a_queue_with_consumers_is_405(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    peer.call(1, "file.consume", queue=name, consumer_tag="a")
+    peer.send(1, "file.consume", queue=name, consumer_tag="b", exclusive=True)
+    assert peer.channel_error(1) == 405
+
+
+@rule("file.consume.queue:01")
+def test_file_consume_of_an_empty_queue_name_without_a_declared_queue_is_530(peer: Peer) -> None:
+    peer.send(1, "file.consume", queue="")
+    assert peer.error(1) == ("connection", 530)
+
+
+@rule("file.publish.exchange:02")
+def test_file_publish_to_an_internal_exchange_is_403(peer: Peer, name: str) -> None:
+    peer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+    publish_file(peer, 1, "k", b"x", f"int-{name}", exchange=name)
+    assert peer.channel_error(1) == 403
+
+
+@rule("file:03")
+def test_file_messages_have_two_priority_levels(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    publish_file(peer, 1, name, b"low", f"lo-{name}", properties={"priority": 1})
+    publish_file(peer, 1, name, b"high", f"hi-{name}", properties={"priority": 7})
+    peer.call(1, "file.consume", queue=name, no_ack=True)
+    assert [receive_file(peer, 1)[1] for _ in range(2)] == [b"high", b"low"]
+
+
+def test_an_unroutable_mandatory_file_is_returned(peer: Peer, name: str) -> None:
+    publish_file(
+        peer, 1, "nowhere-" + name, b"back", f"ret-{name}", exchange="amq.direct", mandatory=True
+    )
+    returned = peer.expect(1, "file.return")
+    assert (returned.method.reply_code, returned.body) == (312, b"back")
