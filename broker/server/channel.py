@@ -19,6 +19,7 @@ from amqp_spark.protocol.values import encode_shortstr
 from ..model.exchanges import Exchange
 from ..model.message import Message, QueuedMessage, validate_expiration
 from ..model.queues import Consumer, Queue
+from . import spec09
 
 if TYPE_CHECKING:
     from .connection import AMQPConnection
@@ -54,6 +55,9 @@ class ServerChannel:
         self._tx_settles: list[tuple[str, int, Unacked]] = []
         self._last_queue: str | None = None
         self.closed = False
+        #: 0-9 / 0-8 only: the state of the classes 0-9-1 dropped (see spec09).
+        self.extension = spec09.attach(self)
+        self.handlers = HANDLERS if self.extension is None else spec09.handlers(HANDLERS)
 
     def send(self, method: Method) -> None:
         self.conn.send_method(self.id, method)
@@ -92,7 +96,7 @@ class ServerChannel:
     # -- dispatch -----------------------------------------------------------------------------
 
     def handle(self, method: Method) -> None:
-        handler = HANDLERS.get(method.NAME)
+        handler = self.handlers.get(method.NAME)
         if handler is None:
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {method.NAME} is not supported")
         self.conn.access.check(method, self._last_queue)
@@ -108,6 +112,8 @@ class ServerChannel:
         if self.closed:
             return
         self.closed = True
+        if self.extension is not None:
+            spec09.teardown(self)
         for consumer in list(self.consumers.values()):
             consumer.queue.remove_consumer(consumer)
         self.consumers.clear()
@@ -362,6 +368,14 @@ class ServerChannel:
     # -- basic: publishing --------------------------------------------------------------------
 
     def publish(self, m: Any, properties: Any, body: bytes) -> None:
+        """A content-bearing method with its content: basic.publish, or on a 0-9 channel
+        also the file, stream and tunnel contents."""
+        if self.extension is not None:
+            spec09.content(self, m, properties, body)
+        else:
+            self.basic_publish(m, properties, body)
+
+    def basic_publish(self, m: Any, properties: Any, body: bytes) -> None:
         """basic.publish with its content."""
         if m.immediate:
             raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
