@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -260,3 +265,50 @@ def test_bad_option_fails_at_load_naming_option_and_value(amqp_spark: SparkSessi
     )
     with pytest.raises(Exception, match="maxMessagesPerTrigger.*'zero'.*an integer >= 1"):
         reader.load()
+
+
+# A driver of its own, killed with SIGKILL mid-stream: it writes each batch's bodies to a file.
+_DRIVER = """
+import os, sys, time
+from pyspark.sql import SparkSession
+from amqp_spark.datasource import AMQPDataSource
+uri, queue, checkpoint, out = sys.argv[1:5]
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+spark.dataSource.register(AMQPDataSource)
+def sink(df, batch_id):
+    with open(os.path.join(out, f"tmp-{batch_id}"), "wb") as f:
+        f.write(b"\\n".join(r.body for r in df.collect()))
+    os.replace(os.path.join(out, f"tmp-{batch_id}"), os.path.join(out, f"batch-{batch_id}"))
+    time.sleep(1)
+df = spark.readStream.format("amqp").options(uri=uri, queue=queue, maxMessagesPerTrigger="10")
+query = df.load().writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).start()
+query.awaitTermination(300)
+"""
+
+
+def test_driver_process_killed_mid_stream_loses_nothing_after_restart(
+    broker: Broker, queries: Queries, tmp_path: Path
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(60))
+    checkpoint, out = queries.checkpoint(), tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, broker.url, queue, checkpoint, str(out)],
+        env=env,
+        start_new_session=True,  # its JVM and Python workers share the group we kill
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: len(list(out.glob("batch-*"))) >= 2, 120, "two batches")
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(30)
+    before = [b for f in out.glob("batch-*") for b in f.read_bytes().split(b"\n") if b]
+
+    rows, _ = queries.collect_available_now(options(broker, queue), checkpoint)
+
+    assert set(before) | {r.body for r in rows} == set(bodies(60))
+    assert broker.wait_ready(queue, 0, timeout=3) == 0
