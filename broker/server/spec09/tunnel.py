@@ -2,7 +2,8 @@
 
 A channel that sends tunnel.request becomes an endpoint of the tunnel named by the
 ``proxy-name`` property (per virtual host). Its data goes to the other endpoints of that
-tunnel: all of them with ``broadcast`` set, else the longest-registered one. ``durable``
+tunnel: all of them with ``broadcast`` set, else the longest-registered one. A request
+without data only registers its channel. ``durable``
 data that finds no other endpoint is kept for the next one to register.
 """
 
@@ -36,6 +37,8 @@ def tunnel_request(ch: ServerChannel, m: Any, properties: Any, body: bytes) -> N
         for data in kept:
             _forward(ch, data)
         kept.clear()
+    if not body:
+        return  # registration only
     peers = [e for e in endpoints if e is not ch]
     if not peers:
         if properties.durable:
