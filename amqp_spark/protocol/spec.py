@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import keyword
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -181,7 +181,18 @@ def parse_spec(xml_text: bytes) -> Spec:
     }
     for name in list(domains):
         domains[name.replace("-", " ")] = domains[name]
-    classes: dict[str, ClassDef] = {}
+    classes = {cdef.name: cdef for cdef in _classes(root, domains)}
+    return Spec(
+        version=version,
+        protocol_header=header,
+        constants=constants,
+        domains=domains,
+        classes=classes,
+    )
+
+
+def _classes(root: ET.Element, domains: dict[str, str]) -> list[ClassDef]:
+    out = []
     for cls in root.findall("class"):
         cname = cls.get("name", "")
         cid = int(cls.get("index", "0"))
@@ -204,29 +215,46 @@ def parse_spec(xml_text: bytes) -> Spec:
                     chassis=frozenset(c.get("name", "") for c in m.findall("chassis")),
                 )
             )
-        classes[cname] = ClassDef(
-            name=cname,
-            class_id=cid,
-            properties=_fields(cls.findall("field"), domains),
-            methods=tuple(methods),
+        out.append(
+            ClassDef(
+                name=cname,
+                class_id=cid,
+                properties=_fields(cls.findall("field"), domains),
+                methods=tuple(methods),
+            )
         )
-    return Spec(
-        version=version,
-        protocol_header=header,
-        constants=constants,
-        domains=domains,
-        classes=classes,
-    )
+    return out
+
+
+def merge_extension(spec: Spec, xml_text: bytes) -> None:
+    """Add an extension file's methods to ``spec`` (before code generation).
+
+    New methods are added; a method the spec already has only gains the extension's
+    responses, so an extension can never change the wire format of an existing method.
+    """
+    for ext in _classes(ET.fromstring(xml_text), spec.domains):
+        base = spec.classes[ext.name]
+        methods = {m.name: m for m in base.methods}
+        for m in ext.methods:
+            if m.name in methods:
+                old = methods[m.name]
+                methods[m.name] = replace(old, responses=old.responses + m.responses)
+            else:
+                methods[m.name] = m
+        spec.classes[ext.name] = replace(base, methods=tuple(methods.values()))
 
 
 @functools.cache
-def load_spec(filename: str) -> Spec:
-    """Load a spec file shipped with the package and generate its code (cached)."""
+def load_spec(filename: str, *extensions: str) -> Spec:
+    """Load a spec file shipped with the package, merge ``extensions`` into it and generate
+    its code (cached)."""
     from .methods import generate_methods
     from .properties import generate_properties
 
-    text = resources.files(__package__).joinpath("spec").joinpath(filename).read_bytes()
-    spec = parse_spec(text)
+    folder = resources.files(__package__).joinpath("spec")
+    spec = parse_spec(folder.joinpath(filename).read_bytes())
+    for extension in extensions:
+        merge_extension(spec, folder.joinpath(extension).read_bytes())
     generate_methods(spec)
     generate_properties(spec)
     return spec
