@@ -4,6 +4,7 @@ independently of each other."""
 from __future__ import annotations
 
 import pytest
+
 from amqp_spark.protocol.values import Content
 
 from .flows import declare_queue, publish_file, receive_file, receive_transfer, transfer

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
 from amqp_spark.protocol.values import Content
 
 from .flows import declare_queue, receive_transfer, transfer

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+
 from amqp_spark.protocol import SPEC_0_8
 
 from .flows import declare_queue, publish_file, receive_file

@@ -52,9 +52,14 @@ def _checked(name: str, handler: Handler) -> Handler:
 
 
 def _recover(core: Handler) -> Handler:
+    """basic.recover: refused in a transaction; 0-9 has no recover-ok to send."""
+
     def run(channel: ServerChannel, m: Any) -> None:
         channel_extras.require_not_transacted(channel)
-        core(channel, m)
+        if channel.conn.spec.has_method("basic.recover-ok"):
+            core(channel, m)
+        else:
+            channel_extras.requeue_unacked(channel)
 
     return run
 

@@ -40,9 +40,16 @@ def require_not_transacted(ch: ServerChannel) -> None:
         raise errors.PreconditionFailed("PRECONDITION_FAILED - recover on a transacted channel")
 
 
+def requeue_unacked(ch: ServerChannel) -> None:
+    """Everything delivered and unacknowledged on the channel goes back, redelivered."""
+    items = list(ch.unacked.values())
+    ch.unacked.clear()
+    ch._settle("requeue", items)
+
+
 def _recover_sync(ch: ServerChannel, m: Any) -> None:
     require_not_transacted(ch)
-    ch._basic_recover(m)
+    requeue_unacked(ch)
     ch.send(ch.conn.spec.method("basic.recover-sync-ok")())
 
 

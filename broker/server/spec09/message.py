@@ -20,6 +20,7 @@ from amqp_spark.protocol import errors
 from amqp_spark.protocol.values import Content
 
 from . import consumers, staging
+from .channel_extras import requeue_unacked, require_not_transacted
 from .lanes import ClassMessage, lane
 from .publishing import publish
 from .state import HeldTransfer, state_of
@@ -128,11 +129,8 @@ def _get(ch: ServerChannel, m: Any) -> None:
 
 
 def _recover(ch: ServerChannel, m: Any) -> None:
-    if ch.transactional:
-        raise errors.PreconditionFailed("PRECONDITION_FAILED - recover on a transacted channel")
-    items = list(ch.unacked.values())
-    ch.unacked.clear()
-    ch._settle("requeue", items)
+    require_not_transacted(ch)
+    requeue_unacked(ch)
     _ok(ch)
 
 

@@ -1,0 +1,265 @@
+"""Rules of the connection, channel, exchange, queue and basic classes, checked with the
+project's client speaking AMQP 0-9 (raw frames where the client cannot produce the case)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from amqp_spark.client import ChannelClosed, ConnectionClosed, connect
+from amqp_spark.client.channel import Channel
+from amqp_spark.protocol import SPEC_0_9
+
+from .peer import Peer
+
+rule = pytest.mark.spec_rule
+
+
+@pytest.fixture
+def ch(bundled_broker_url: str) -> Iterator[Channel]:
+    conn = connect(bundled_broker_url, spec=SPEC_0_9)
+    yield conn.channel()
+    if conn.is_open:
+        conn.close()
+
+
+def _closed_with(code: int, call: object, *args: object, **kwargs: object) -> None:
+    with pytest.raises((ChannelClosed, ConnectionClosed)) as info:
+        call(*args, **kwargs)  # type: ignore[operator]
+    assert info.value.reply_code == code
+
+
+@rule("connection.start:protocol-name")
+def test_an_unknown_protocol_header_gets_the_servers_header_and_no_method(
+    bundled_broker_url: str,
+) -> None:
+    host, port = bundled_broker_url.split("@")[1].split("/")[0].split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"AMQP\x01\x01\x07\x07")
+        reply = sock.recv(64)
+        assert reply.startswith(b"AMQP") and len(reply) == 8
+
+
+@rule("connection.start:server-support", "connection.start.locales:required-support")
+def test_the_server_offers_0_9_and_en_us_to_a_0_9_client(bundled_broker_url: str) -> None:
+    peer = Peer(bundled_broker_url)
+    try:
+        assert peer.proto.spec.version == (0, 9, 0)
+    finally:
+        peer.close()
+
+
+@rule("exchange:required-types", "exchange:required-instances", "exchange:default-exchange")
+def test_standard_exchanges_exist_and_the_default_routes_by_queue_name(ch: Channel) -> None:
+    for name in ("amq.direct", "amq.fanout", "amq.topic", "amq.headers"):
+        ch.exchange_declare(name, name.split(".")[1], passive=True)
+    q = ch.queue_declare("").queue
+    ch.basic_publish("", q, b"via default")
+    assert ch.basic_get(q, no_ack=True).body == b"via default"
+
+
+@rule("exchange.declare.passive:not-found")
+def test_passive_declare_of_a_missing_exchange_is_404(ch: Channel) -> None:
+    _closed_with(404, ch.exchange_declare, "missing-exchange-09", "direct", passive=True)
+
+
+@rule("exchange.declare.type:typed")
+def test_redeclaring_an_exchange_with_another_type_is_refused(ch: Channel) -> None:
+    ch.exchange_declare("typed-09", "direct")
+    _closed_with(406, ch.exchange_declare, "typed-09", "fanout")
+
+
+@rule("exchange.declare.type:support")
+def test_an_unknown_exchange_type_is_refused(ch: Channel) -> None:
+    _closed_with(503, ch.exchange_declare, "weird-09", "no-such-type")
+
+
+@rule("exchange.declare.exchange:reserved")
+def test_declaring_an_amq_exchange_is_refused(ch: Channel) -> None:
+    _closed_with(403, ch.exchange_declare, "amq.mine-09", "direct")
+
+
+@rule("exchange.declare.durable:support", "exchange.declare.durable:sticky")
+def test_durable_and_transient_exchanges_and_durable_is_sticky(ch: Channel) -> None:
+    ch.exchange_declare("durable-09", "direct", durable=True)
+    ch.exchange_declare("transient-09", "direct")
+    ch.exchange_declare("durable-09", "direct", passive=True)
+
+
+@rule("queue.declare:default-binding", "queue.declare.queue:default-name")
+def test_a_server_named_queue_is_bound_to_the_default_exchange(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    assert q.startswith("amq.gen-")
+    ch.basic_publish("", q, b"x")
+    assert ch.basic_get(q, no_ack=True) is not None
+
+
+@rule("queue.declare.durable:types", "queue.declare.exclusive:types")
+def test_durable_transient_exclusive_and_shared_queues(ch: Channel) -> None:
+    for kwargs in ({"durable": True}, {}, {"exclusive": True}):
+        ch.queue_declare("", **kwargs)
+
+
+@rule("queue.bind:duplicates")
+def test_duplicate_bindings_are_not_an_error(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.queue_bind(q, "amq.direct", "k")
+    ch.queue_bind(q, "amq.direct", "k")
+
+
+@rule("queue.bind.queue:queue-existence")
+def test_binding_a_missing_queue_is_refused(ch: Channel) -> None:
+    _closed_with(404, ch.queue_bind, "missing-queue-09", "amq.direct", "k")
+
+
+@rule("queue.bind.exchange:exchange-existence")
+def test_binding_to_a_missing_exchange_is_refused(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    _closed_with(404, ch.queue_bind, q, "missing-exchange-09", "k")
+
+
+@rule("queue.bind.routing-key:direct-exchange-key-matching")
+def test_a_direct_binding_routes_equal_keys(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.queue_bind(q, "amq.direct", "key-09")
+    ch.basic_publish("amq.direct", "key-09", b"match")
+    ch.basic_publish("amq.direct", "other", b"no")
+    assert ch.basic_get(q, no_ack=True).body == b"match"
+    assert ch.basic_get(q, no_ack=True) is None
+
+
+@rule("queue.unbind.queue:02")
+def test_unbinding_a_missing_queue_is_404(ch: Channel) -> None:
+    _closed_with(404, ch.queue_unbind, "missing-queue-09", "amq.direct", "k")
+
+
+@rule("queue.unbind.exchange:03")
+def test_unbinding_from_a_missing_exchange_is_404(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    _closed_with(404, ch.queue_unbind, q, "missing-exchange-09", "k")
+
+
+@rule("queue.purge:01")
+def test_purge_empties_the_queue(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    for _ in range(3):
+        ch.basic_publish("", q, b"x")
+    assert ch.queue_purge(q) == 3
+    assert ch.basic_get(q) is None
+
+
+@rule("queue.purge.queue:02")
+def test_purging_a_missing_queue_is_a_channel_error(ch: Channel) -> None:
+    _closed_with(404, ch.queue_purge, "missing-queue-09")
+
+
+@rule("queue.delete.if-unused:01")
+def test_delete_respects_if_unused(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.basic_consume(q)
+    _closed_with(406, ch.queue_delete, q, if_unused=True)
+
+
+@rule("queue.delete.if-empty:01")
+def test_delete_if_empty_of_a_non_empty_queue_is_406(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.basic_publish("", q, b"x")
+    ch.queue_declare(q, passive=True)
+    _closed_with(406, ch.queue_delete, q, if_empty=True)
+
+
+@rule("queue.purge.queue:01", "queue.delete.queue:01", "basic.get.queue:01")
+@pytest.mark.parametrize("method", ["queue.purge", "queue.delete", "basic.get"])
+def test_an_empty_queue_name_without_a_declared_queue_is_530(
+    bundled_broker_url: str, method: str
+) -> None:
+    peer = Peer(bundled_broker_url)
+    try:
+        peer.open_channel(1)
+        peer.send(1, method, queue="")
+        assert peer.error(1) == ("connection", 530)
+    finally:
+        peer.close()
+
+
+@rule("basic.consume.consumer-tag:01")
+def test_reusing_a_consumer_tag_is_refused(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.basic_consume(q, consumer_tag="same")
+    _closed_with(530, ch.basic_consume, q, consumer_tag="same")
+
+
+@rule("basic.ack.multiple:01")
+def test_acking_an_unknown_tag_is_a_channel_error(ch: Channel) -> None:
+    ch.basic_ack(99)
+    _closed_with(406, ch.queue_declare, "")
+
+
+@rule("basic:06", "basic:08")
+def test_basic_priorities_and_order_within_a_priority(ch: Channel) -> None:
+    q = ch.queue_declare("", arguments={"x-max-priority": 9}).queue
+    ch.basic_publish("", q, b"a", {"priority": 1, "delivery_mode": 2})
+    ch.basic_publish("", q, b"b", {"priority": 1, "delivery_mode": 1})
+    ch.basic_publish("", q, b"top", {"priority": 8})
+    bodies = [ch.basic_get(q, no_ack=True).body for _ in range(3)]
+    assert bodies == [b"top", b"a", b"b"]
+
+
+@rule("basic:09", "basic:10")
+def test_automatic_and_explicit_acknowledgements(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.basic_publish("", q, b"1")
+    ch.basic_publish("", q, b"2")
+    assert ch.basic_get(q, no_ack=True).body == b"1"
+    d = ch.basic_get(q)
+    ch.basic_ack(d.delivery_tag)
+    assert ch.queue_declare(q, passive=True).message_count == 0
+
+
+@rule("basic.qos.prefetch-count:01")
+def test_deliveries_stay_within_the_prefetch_count(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    for _ in range(3):
+        ch.basic_publish("", q, b"x")
+    ch.basic_qos(prefetch_count=1)
+    ch.basic_consume(q)
+    first = ch.next_delivery(timeout=5)
+    assert first is not None and ch.next_delivery(timeout=0.3) is None
+    ch.basic_ack(first.delivery_tag)
+    assert ch.next_delivery(timeout=5) is not None
+
+
+@rule("basic.publish.exchange:01")
+def test_a_blank_exchange_is_the_default_exchange(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.basic_publish("", q, b"x")
+    assert ch.basic_get(q, no_ack=True) is not None
+
+
+@rule("basic.publish.exchange:02")
+def test_publishing_to_an_internal_exchange_is_403(ch: Channel) -> None:
+    ch.exchange_declare("internal-09", "fanout", internal=True)
+    ch.basic_publish("internal-09", "", b"x")
+    _closed_with(403, ch.queue_declare, "")
+
+
+@rule("basic.recover:01", "domain.redelivered:implementation")
+def test_recovered_messages_are_marked_redelivered(ch: Channel) -> None:
+    q = ch.queue_declare("").queue
+    ch.basic_publish("", q, b"x")
+    assert not ch.basic_get(q).redelivered
+    ch.basic_recover(requeue=True)
+    assert ch.basic_get(q, no_ack=True).redelivered
+
+
+@rule("channel.open:state")
+def test_opening_an_open_channel_is_a_connection_error(bundled_broker_url: str) -> None:
+    peer = Peer(bundled_broker_url)
+    try:
+        peer.open_channel(1)
+        peer.send(1, "channel.open")
+        assert peer.error(1) == ("connection", 504)
+    finally:
+        peer.close()
