@@ -338,6 +338,11 @@ class Connection:
         elif name == "connection.close-ok":
             self.closed = True
 
+    def channel_closing(self, channel: int) -> bool:
+        """We sent channel.close on ``channel`` and wait for close-ok: events the peer sent
+        before it saw our close may still arrive in the same read, and must be discarded."""
+        return channel in self._closing_channels
+
     def _discarding(self, channel: int) -> bool:
         return self.closing or channel in self._closing_channels
 

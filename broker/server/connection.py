@@ -56,6 +56,10 @@ CLOSE_TIMEOUT = 3.0
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
 
 
+#: What a channel we are closing still accepts (spec: the rest MUST be discarded).
+_CHANNEL_CLOSING = frozenset({"channel.close", "channel.close-ok"})
+
+
 class AMQPConnection(asyncio.Protocol):
     def __init__(self, server: BrokerServer) -> None:
         self.server = server
@@ -299,6 +303,8 @@ class AMQPConnection(asyncio.Protocol):
             raise errors.ChannelError("CHANNEL_ERROR - expected 'connection.open'").with_culprit(
                 method.CLASS_ID, method.METHOD_ID
             )
+        if self.proto.channel_closing(channel_id) and method.NAME not in _CHANNEL_CLOSING:
+            return  # decoded in the same read as the method that failed the channel
         channel = self.channels.get(channel_id)
         try:
             if content is not None and len(content.body) > self.config.max_message_size:

@@ -273,3 +273,27 @@ def _connects(url: str) -> bool:
     except pika.exceptions.AMQPConnectionError:
         return False
     return True
+
+
+@pytest.mark.spec_rule("channel.close:stability")
+def test_methods_behind_a_failing_one_are_discarded_after_channel_close(broker_url: str) -> None:
+    """An ack of an unknown tag fails the channel (406); the queue.declare sent in the same
+    write must not be answered: after channel.close only close-ok counts."""
+    sock, conn = _open_raw(broker_url)
+    M = SPEC_0_9_1.method
+    sock.sendall(conn.send_method(1, M("channel.open")()))
+    assert [e.method.NAME for e in _recv_events(sock, conn)] == ["channel.open-ok"]  # type: ignore[union-attr]
+    sock.sendall(
+        conn.send_method(1, M("basic.ack")(delivery_tag=12345))
+        + conn.send_method(1, M("queue.declare")(queue="", exclusive=True))
+    )
+    names: list[str] = []
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and "channel.close" not in names:
+        names += [e.method.NAME for e in _recv_events(sock, conn)]  # type: ignore[union-attr]
+    sock.sendall(conn.send_method(1, M("channel.close-ok")()))
+    sock.settimeout(0.5)  # anything still coming would be the declare-ok
+    with contextlib.suppress(TimeoutError, socket.timeout):
+        names += [e.method.NAME for e in _recv_events(sock, conn)]  # type: ignore[union-attr]
+    sock.close()
+    assert names == ["channel.close"]
