@@ -16,6 +16,7 @@ def open_raw(
 ) -> tuple[socket.socket, Connection]:
     """A socket through connection.open-ok on vhost "/", heartbeats off."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn = Connection(role="client", spec=SPEC_0_9_1)
     sock.sendall(conn.initiate())
     start_ok = M("connection.start-ok")(
