@@ -140,11 +140,6 @@ class ClassicConsumers:
     def _admissible(self, queue: str) -> bool:
         return self._budget is None or self._admitted[queue] < self._budget.get(queue, 0)
 
-    def _target_reached(self) -> bool:
-        return self._budget is not None and all(
-            self._admitted[q] >= self._budget.get(q, 0) for q in self.queues
-        )
-
     # -- receiving ----------------------------------------------------------------------------
 
     def _receive(self) -> int:
@@ -168,21 +163,33 @@ class ClassicConsumers:
         return count
 
     def _wait_for_more(self, wanted: int, timeout: float) -> None:
-        """Block until ``wanted`` deliveries are buffered beyond the last ack, the
-        AvailableNow target is reached, or nothing arrived for ``timeout`` seconds."""
+        """Block until ``wanted`` deliveries are buffered, nothing more can come (the
+        AvailableNow target is reached, or every queue has ``prefetch`` unacked), or
+        nothing arrived for ``timeout`` seconds."""
         idle_since = time.monotonic()
         for _ in range(int(600 / _WAIT_SLICE)):  # a hard bound; the idle timeout ends it first
             if self._receive():
                 idle_since = time.monotonic()
-            if self._conn is None or len(self._arrived) >= wanted or self._target_reached():
+            waiting_on = self._queues_that_can_deliver()
+            if self._conn is None or len(self._arrived) >= wanted or not waiting_on:
                 return
             if time.monotonic() - idle_since >= timeout:
                 return
-            queue = next(q for q in self.queues if self._admissible(q))
+            queue = waiting_on[0]
             d = self._channels[queue].next_delivery(timeout=_WAIT_SLICE)
             if d is not None:
                 self._arrived.append((queue, d))
                 self._admitted[queue] += 1
+
+    def _queues_that_can_deliver(self) -> list[str]:
+        """Queues the broker may still send to us: within the AvailableNow budget and with
+        fewer than ``prefetch`` unacked (every buffered delivery is unacked)."""
+        unacked = dict.fromkeys(self.queues, 0)
+        for queue, _ in self._arrived:
+            unacked[queue] += 1
+        return [
+            q for q in self.queues if self._admissible(q) and unacked[q] < self._options.prefetch
+        ]
 
     # -- offsets ------------------------------------------------------------------------------
 
