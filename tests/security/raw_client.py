@@ -62,12 +62,17 @@ def _recv(sock: socket.socket) -> bytes:
 def call(sock: socket.socket, conn: Connection, channel: int, method: Method) -> Method:
     """Send a synchronous method and return the next method received on its channel."""
     sock.sendall(conn.send_method(channel, method))
+    return next_method(sock, conn, channel)
+
+
+def next_method(sock: socket.socket, conn: Connection, channel: int) -> Method:
+    """The next method received on ``channel`` or on channel 0."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         for ev in conn.receive_data(_recv(sock)):
             if isinstance(ev, events.MethodReceived) and ev.channel in (0, channel):
                 return ev.method
-    raise TimeoutError(f"no reply to {method.NAME}")
+    raise TimeoutError(f"nothing received on channel {channel}")
 
 
 def read_until_quiet(sock: socket.socket, conn: Connection, quiet: float, limit: float) -> str:
