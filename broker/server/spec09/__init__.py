@@ -101,7 +101,7 @@ def _table(core_items: tuple[tuple[str, Handler], ...]) -> dict[str, Handler]:
     table["tx.rollback"] = _tx_rollback(table["tx.rollback"])
     table["queue.purge"] = _queue_purge(table["queue.purge"])
     for module in (access, file, stream_class, dtx, message, channel_extras):
-        table.update(module.HANDLERS)  # type: ignore[attr-defined]
+        table.update(module.HANDLERS)
     return {name: _checked(name, handler) for name, handler in table.items()}
 
 
