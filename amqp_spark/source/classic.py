@@ -174,12 +174,30 @@ class ClassicConsumers:
             if self._conn is None or len(self._arrived) >= wanted or not waiting_on:
                 return
             if time.monotonic() - idle_since >= timeout:
-                return
+                if not self._broker_still_has(waiting_on):
+                    return
+                idle_since = time.monotonic()  # a slow broker, not an empty queue
             queue = waiting_on[0]
             d = self._channels[queue].next_delivery(timeout=_WAIT_SLICE)
             if d is not None:
                 self._arrived.append((queue, d))
                 self._admitted[queue] += 1
+
+    def _broker_still_has(self, queues: list[str]) -> bool:
+        """AvailableNow: whether one of ``queues`` still has ready messages for us, so that
+        a silence is the broker being slow (paging a long queue in), not the end. Without a
+        budget (once runs), a silence is the end."""
+        from amqp_spark.client import ClientError
+
+        if self._budget is None or self._conn is None:
+            return False
+        try:
+            ch = self._conn.channel()
+            ready = any(self._depth(ch, q) for q in queues)
+            ch.close()
+        except ClientError:
+            return False
+        return ready
 
     def _queues_that_can_deliver(self) -> list[str]:
         """Queues the broker may still send to us: within the AvailableNow budget and with
