@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
 from amqp_spark.protocol import SPEC_0_9_1, Connection, Method, errors, events
 
@@ -34,7 +35,7 @@ def open_raw(
             if name == "connection.start":
                 sock.sendall(conn.send_method(0, start_ok))
             elif name == "connection.tune":
-                tune = ev.method
+                tune: Any = ev.method
                 sock.sendall(
                     conn.send_method(
                         0,
@@ -59,13 +60,14 @@ def _recv(sock: socket.socket) -> bytes:
     return data
 
 
-def call(sock: socket.socket, conn: Connection, channel: int, method: Method) -> Method:
-    """Send a synchronous method and return the next method received on its channel."""
+def call(sock: socket.socket, conn: Connection, channel: int, method: Method) -> Any:
+    """Send a synchronous method and return the next method received on its channel (a
+    generated method class: ``Any`` lets callers read its fields)."""
     sock.sendall(conn.send_method(channel, method))
     return next_method(sock, conn, channel)
 
 
-def next_method(sock: socket.socket, conn: Connection, channel: int) -> Method:
+def next_method(sock: socket.socket, conn: Connection, channel: int) -> Any:
     """The next method received on ``channel`` or on channel 0."""
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -96,5 +98,6 @@ def read_until_quiet(sock: socket.socket, conn: Connection, quiet: float, limit:
             return "garbled"
         for ev in evs:
             if isinstance(ev, events.MethodReceived) and ev.method.NAME == "connection.close":
-                return f"close {ev.method.reply_code}"
+                close: Any = ev.method
+                return f"close {close.reply_code}"
     return "busy"

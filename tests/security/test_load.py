@@ -10,13 +10,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pika
 import pytest
 
 from broker import Broker
 from broker.server.app import BrokerServer
 
 from .raw_client import M, call, open_raw
+from .traffic import consume, publish
 
 CONNECTIONS = 1000
 QUEUES = 10000
@@ -73,46 +73,14 @@ def test_a_thousand_connections_and_ten_thousand_queues_are_held(broker: Broker)
             s.close()
 
 
-def _publish(url: str, queue: str, count: int, size: int) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.queue_declare(queue)
-    ch.confirm_delivery()
-    body = b"m" * size
-    for _ in range(count):
-        ch.basic_publish("", queue, body)
-    conn.close()
-
-
-def _consume_all(url: str, queue: str, count: int, timeout: float = 30.0) -> float:
-    """Seconds a pika consumer takes to receive ``count`` messages (acking each)."""
-    conn = pika.BlockingConnection(pika.URLParameters(url))
-    ch = conn.channel()
-    ch.basic_qos(prefetch_count=200)
-    received = 0
-
-    def on_message(channel, method, properties, body):  # type: ignore[no-untyped-def]
-        nonlocal received
-        received += 1
-        channel.basic_ack(method.delivery_tag)
-
-    began = time.monotonic()
-    ch.basic_consume(queue, on_message)
-    while received < count and time.monotonic() - began < timeout:
-        conn.process_data_events(0.01)
-    elapsed = time.monotonic() - began
-    conn.close()
-    assert received == count
-    return elapsed
-
-
 @pytest.mark.slow
 def test_a_stuck_consumer_is_bounded_and_does_not_slow_the_fast_one(broker: Broker) -> None:
     fast_count, slow_count, size = 5000, 400, 64 * 1024
-    _publish(broker.url, "fast-alone", fast_count, 1024)
-    alone = _consume_all(broker.url, "fast-alone", fast_count)
+    publish(broker.url, "fast-alone", fast_count, 1024)
+    received, alone = consume(broker.url, "fast-alone", fast_count)
+    assert received == fast_count
 
-    _publish(broker.url, "slow", slow_count, size)  # 25 MiB for a consumer that never reads
+    publish(broker.url, "slow", slow_count, size)  # 25 MiB for a consumer that never reads
     stuck, conn = open_raw(broker.port)
     stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     call(stuck, conn, 1, M("channel.open")())
@@ -126,9 +94,12 @@ def test_a_stuck_consumer_is_bounded_and_does_not_slow_the_fast_one(broker: Brok
     # Deliveries stop once the output waiting for the socket passes the watermark: what is
     # held for a peer that never reads is at most twice it, plus a message.
     assert buffered <= 2 * WRITE_BUFFER_HIGH + size
+    # And whatever that peer publishes waits in its socket: the broker stopped reading it.
+    assert not held.transport.is_reading()
 
-    _publish(broker.url, "fast-beside", fast_count, 1024)
-    beside = _consume_all(broker.url, "fast-beside", fast_count)
+    publish(broker.url, "fast-beside", fast_count, 1024)
+    received, beside = consume(broker.url, "fast-beside", fast_count)
+    assert received == fast_count
     print(
         f"\nfast consumer: {alone:.2f}s alone, {beside:.2f}s beside a stuck one; "
         f"{buffered} bytes buffered for the stuck one"
@@ -140,4 +111,4 @@ def test_a_stuck_consumer_is_bounded_and_does_not_slow_the_fast_one(broker: Brok
     slow_queue = server.vhosts["/"].queues["slow"]
     while slow_queue.message_count < slow_count and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _consume_all(broker.url, "slow", slow_count) > 0  # all 400 come back: none lost
+    assert consume(broker.url, "slow", slow_count)[0] == slow_count  # none lost

@@ -33,7 +33,7 @@ def _pika_params(
         ssl_options=pika.SSLOptions(context, "localhost"),
         connection_attempts=1,
         socket_timeout=5,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 
