@@ -21,6 +21,7 @@ from pika.exceptions import (
 )
 
 from broker import Broker
+from broker.server.connection import AMQPConnection
 
 ALL = {"configure": ".*", "write": ".*", "read": ".*"}
 AUTH_FAILURE_DELAY = 0.4
@@ -239,3 +240,25 @@ def test_failed_login_is_closed_with_403_after_the_delay_and_logged(
     assert time.monotonic() - began >= AUTH_FAILURE_DELAY
     assert any("login refused" in r.getMessage() for r in caplog.records)
     assert all("guessed-pw-1" not in r.getMessage() for r in caplog.records)  # never the password
+
+
+@pytest.mark.parametrize(
+    ("peer", "loopback_users", "allowed"),
+    [
+        ("127.0.0.1:5000", ["guest"], True),
+        ("::1:5000", ["guest"], True),
+        ("192.0.2.10:5000", ["guest"], False),
+        ("192.0.2.10:5000", [], True),
+    ],
+)
+def test_guest_logs_in_only_from_loopback_unless_configured(
+    peer: str, loopback_users: list[str], allowed: bool
+) -> None:
+    """Only loopback addresses can be reached here, so the rule is checked on the login
+    decision of a connection object given a remote peer address."""
+    with Broker(config={"loopback_users": loopback_users}) as b:
+        assert b._server is not None
+        conn = AMQPConnection(b._server)
+        conn.peer = peer
+        user, reason = conn._login("PLAIN", b"\0guest\0guest")
+        assert (user is not None) is allowed, reason
