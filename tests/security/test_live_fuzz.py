@@ -1,8 +1,8 @@
 """Fuzzing the live broker: valid frame sequences, mutated (bit flips, inserted, deleted and
 truncated bytes) and split at random points, and plain random bytes, sent before and after
 the handshake. Whatever arrives, the broker logs no internal error, keeps serving a canary
-connection after every case, drops every fuzzed connection once its peer goes, and its
-memory stays bounded.
+connection after every case, drops every fuzzed connection once its peer goes, and its heap
+(traced) does not grow with more fuzzed connections.
 
 CI runs ``AMQP_SPARK_FUZZ_EXAMPLES`` cases per test (default 150); the long run is
 ``AMQP_SPARK_FUZZ_EXAMPLES=5000 .venv/bin/python -m pytest tests/security/test_live_fuzz.py``.
@@ -10,11 +10,13 @@ CI runs ``AMQP_SPARK_FUZZ_EXAMPLES`` cases per test (default 150); the long run 
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
-import resource
+import random
 import socket
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,10 +30,12 @@ from broker import Broker
 
 from .raw_client import M, open_raw, read_until_quiet
 
-#: Resident memory the fuzz run may add: nothing is held once a peer goes, but the queues
-#: and exchanges that mutated declarations create stay (a few KiB each, see test_load).
-MEMORY_GROWTH_LIMIT = 64 << 20
-MEMORY_PER_DECLARED = 8 << 10
+#: Fuzzed connections after which the broker's heap is compared, and the growth allowed
+#: (a queue or exchange a mutated declaration creates stays, a few hundred bytes each).
+HEAP_CASES = 300
+HEAP_GROWTH_LIMIT = 64 << 10
+TRACE_FRAMES = 30
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("AMQP_SPARK_FUZZ_EXAMPLES", "150"))
 FUZZ_SETTINGS = settings(
     max_examples=EXAMPLES,
@@ -123,7 +127,6 @@ def errors_logged() -> Iterator[ErrorLog]:
 @pytest.fixture(scope="module")
 def broker(errors_logged: ErrorLog) -> Iterator[Broker]:
     with Broker(config={"handshake_timeout": 2.0, "auth_failure_delay": 0.05}) as b:
-        Stats.rss_at_start = _rss_bytes()
         yield b
 
 
@@ -154,16 +157,9 @@ def _send_in_pieces(sock: socket.socket, payload: bytes, cuts: list[int]) -> Non
         pass  # the broker closed the connection mid-way: allowed
 
 
-def _rss_bytes() -> int:
-    """Resident memory of this process, which runs the broker's thread."""
-    pages = int(Path("/proc/self/statm").read_text().split()[1])
-    return pages * resource.getpagesize()
-
-
 class Stats:
     cases = 0
     outcomes: dict[str, int] = {}
-    rss_at_start = 0
 
 
 def _record(outcome: str) -> None:
@@ -200,6 +196,29 @@ def test_fuzzed_bytes_before_the_handshake(
     _canary_round_trip(canary, Stats.cases)
 
 
+def _seeded_cases(port: int, count: int) -> None:
+    """``count`` connections sending corpus frames with random bit flips (a fixed seed)."""
+    rnd = random.Random(count)
+    for _ in range(count):
+        data = bytearray(b"".join(rnd.choices(CORPUS, k=rnd.randint(1, 8))))
+        for _ in range(rnd.randint(0, 6)):
+            data[rnd.randrange(len(data))] ^= 1 << rnd.randrange(8)
+        sock, conn = open_raw(port)
+        with sock:
+            _send_in_pieces(sock, bytes(data), [])
+            read_until_quiet(sock, conn, quiet=0.01, limit=1.0)
+
+
+def _broker_heap(snapshot: tracemalloc.Snapshot) -> int:
+    """Bytes in ``snapshot`` allocated with the broker or the protocol layer on the stack
+    (asyncio's transports and buffers included)."""
+    keep = [
+        tracemalloc.Filter(True, f"{ROOT}/{package}/*", all_frames=True)
+        for package in ("broker", "amqp_spark")
+    ]
+    return sum(stat.size for stat in snapshot.filter_traces(keep).statistics("filename"))
+
+
 def test_after_fuzzing_nothing_leaked_and_no_internal_error(
     broker: Broker, canary: pika.BlockingConnection, errors_logged: ErrorLog
 ) -> None:
@@ -212,11 +231,20 @@ def test_after_fuzzing_nothing_leaked_and_no_internal_error(
     assert len(server.connections) == 1, "fuzzed connections outlived their sockets"
     assert not errors_logged.records, [r.getMessage() for r in errors_logged.records[:5]]
     _canary_round_trip(canary, -1)
-    growth = _rss_bytes() - Stats.rss_at_start
-    vhost = server.vhosts["/"]
-    declared = len(vhost.queues) + len(vhost.exchanges)
-    print(
-        f"\nlive fuzz: {Stats.cases} cases, outcomes {Stats.outcomes}, RSS +{growth >> 10} KiB, "
-        f"{declared} queues and exchanges declared (mutated names)"
-    )
-    assert growth < MEMORY_GROWTH_LIMIT + MEMORY_PER_DECLARED * declared
+    print(f"\nlive fuzz: {Stats.cases} cases, outcomes {Stats.outcomes}")
+
+
+def test_broker_memory_does_not_grow_with_fuzzed_connections(broker: Broker) -> None:
+    _seeded_cases(broker.port, 100)  # warm up: what is allocated once
+    gc.collect()
+    tracemalloc.start(TRACE_FRAMES)
+    try:
+        before = _broker_heap(tracemalloc.take_snapshot())
+        _seeded_cases(broker.port, HEAP_CASES)
+        time.sleep(0.5)
+        gc.collect()
+        growth = _broker_heap(tracemalloc.take_snapshot()) - before
+    finally:
+        tracemalloc.stop()
+    print(f"\nbroker heap after {HEAP_CASES} more fuzzed connections: {growth:+d} bytes")
+    assert growth < HEAP_GROWTH_LIMIT
