@@ -65,28 +65,25 @@ def test_user_connection_limit_is_530_not_allowed() -> None:
             conn.close()
 
 
-def test_queue_limit_per_vhost_is_406_and_redeclaring_stays_allowed() -> None:
-    with _broker(vhost_queue_max=3) as b:
+@pytest.mark.parametrize(
+    ("setting", "declare"),
+    [
+        ("vhost_queue_max", lambda ch, name: ch.queue_declare(name)),
+        ("vhost_exchange_max", lambda ch, name: ch.exchange_declare(name)),
+    ],
+)
+def test_declarations_over_the_vhost_limit_are_406_and_redeclaring_stays_allowed(
+    setting: str, declare: Any
+) -> None:
+    with _broker(**{setting: 2}) as b:
         conn = _connect(b)
         ch = conn.channel()
-        for i in range(3):
-            ch.queue_declare(f"q{i}")
-        ch.queue_declare("q0")
+        declare(ch, "r0")
+        declare(ch, "r1")
+        declare(ch, "r0")
         with pytest.raises(ChannelClosedByBroker) as e:
-            ch.queue_declare("q3")
-        assert e.value.reply_code == 406 and "queue limit" in e.value.reply_text
-        conn.close()
-
-
-def test_exchange_limit_per_vhost_is_406() -> None:
-    with _broker(vhost_exchange_max=2) as b:
-        conn = _connect(b)
-        ch = conn.channel()
-        ch.exchange_declare("x0")
-        ch.exchange_declare("x1")
-        with pytest.raises(ChannelClosedByBroker) as e:
-            ch.exchange_declare("x2")
-        assert e.value.reply_code == 406 and "exchange limit" in e.value.reply_text
+            declare(ch, "r2")
+        assert e.value.reply_code == 406 and "limit in vhost '/' (2)" in e.value.reply_text
         conn.close()
 
 
