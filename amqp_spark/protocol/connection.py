@@ -343,6 +343,12 @@ class Connection:
         before it saw our close may still arrive in the same read, and must be discarded."""
         return channel in self._closing_channels
 
+    def partial_body(self, channel: int) -> bytes:
+        """The body octets received so far of a content still arriving on ``channel``
+        (b"" when none is): what a cut 0-9 file.stage leaves for a later resume."""
+        partial = self._partials.get(channel)
+        return b"".join(partial.chunks) if partial is not None else b""
+
     def _discarding(self, channel: int) -> bool:
         return self.closing or channel in self._closing_channels
 

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from broker import Broker
+
 from .peer import Peer
 
 
@@ -35,3 +37,18 @@ def peer(peer_factory: Callable[..., Peer]) -> Peer:
 @pytest.fixture
 def name() -> str:
     return f"t09-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def broker_with() -> Iterator[Callable[..., Broker]]:
+    """Start a bundled broker with the given config keys (stopped after the test)."""
+    started: list[Broker] = []
+
+    def start(**config: object) -> Broker:
+        broker = Broker(config={"auth_failure_delay": 0.1, **config}).start()
+        started.append(broker)
+        return broker
+
+    yield start
+    for broker in started:
+        broker.stop()

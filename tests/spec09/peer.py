@@ -18,8 +18,18 @@ TIMEOUT = 5.0
 
 
 class Peer:
+    """A 0-9 client connection. ``handshake=False`` stops after the protocol header, for
+    tests that drive the handshake step by step (``login``, ``tune``, ``open``)."""
+
     def __init__(
-        self, url: str, spec: Spec = SPEC_0_9, user: str = "guest", password: str = "guest"
+        self,
+        url: str,
+        spec: Spec = SPEC_0_9,
+        user: str = "guest",
+        password: str = "guest",
+        *,
+        virtual_host: str = "/",
+        handshake: bool = True,
     ):
         parts = urlsplit(url)
         self.spec = spec
@@ -28,27 +38,51 @@ class Peer:
         self.pending: list[Any] = []
         self.closed = False
         self.sock.sendall(self.proto.initiate())
-        start = self.expect(0, "connection.start").method
-        self.server_properties = start.server_properties
+        self.server_properties = self.expect(0, "connection.start").method.server_properties
+        if handshake:
+            tune = self.login(user, password)
+            self.tune(tune.channel_max, tune.frame_max)
+            self.expect_reply(self.open(virtual_host), "connection.open-ok")
+
+    def login(self, user: str, password: str, mechanism: str = "PLAIN", **fields: Any) -> Any:
+        """connection.start-ok; returns the server's connection.tune."""
+        fields = {
+            "client_properties": {"product": "spec09-tests"},
+            "mechanism": mechanism,
+            "response": f"\0{user}\0{password}".encode(),
+            "locale": "en_US",
+            **fields,
+        }
+        self.send(0, "connection.start-ok", **fields)
+        return self.expect(0, "connection.tune").method
+
+    def tune(self, channel_max: int, frame_max: int) -> None:
+        self.proto.frame_max = frame_max
         self.send(
-            0,
-            "connection.start-ok",
-            client_properties={"product": "spec09-tests"},
-            mechanism="PLAIN",
-            response=f"\0{user}\0{password}".encode(),
-            locale="en_US",
+            0, "connection.tune-ok", channel_max=channel_max, frame_max=frame_max, heartbeat=0
         )
-        tune = self.expect(0, "connection.tune").method
-        self.proto.frame_max = tune.frame_max
-        self.send(
-            0,
-            "connection.tune-ok",
-            channel_max=tune.channel_max,
-            frame_max=tune.frame_max,
-            heartbeat=0,
-        )
-        self.send(0, "connection.open", virtual_host="/")
-        self.expect(0, "connection.open-ok")
+
+    def open(self, virtual_host: str = "/", insist: bool = False) -> Any:
+        """connection.open; returns the server's reply (open-ok or redirect)."""
+        self.send(0, "connection.open", virtual_host=virtual_host, insist=insist)
+        return self.expect(0, "connection.open-ok", "connection.redirect").method
+
+    @staticmethod
+    def expect_reply(method: Any, name: str) -> None:
+        assert name == method.NAME, f"expected {name}, got {method}"
+
+    def socket_closed_silently(self, timeout: float = TIMEOUT) -> bool:
+        """True when the server closes the socket within ``timeout`` without sending any
+        further octet."""
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except TimeoutError:
+            return False
+        except ConnectionResetError:
+            data = b""
+        self.closed = not data
+        return not data and not self.pending
 
     # -- sending ------------------------------------------------------------------------------
 

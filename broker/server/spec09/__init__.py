@@ -15,9 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors
 
-from . import access, channel_extras, dtx, file, message, publishing, stream_class, tunnel
+from . import (
+    access,
+    channel_extras,
+    declarations,
+    dtx,
+    file,
+    message,
+    publishing,
+    rejects,
+    stream_class,
+    tunnel,
+)
 from .consumers import named_queue
-from .lanes import lanes_of
 from .state import Spec09State, state_of
 
 if TYPE_CHECKING:
@@ -27,7 +37,7 @@ Handler = Callable[["ServerChannel", Any], None]
 ContentHandler = Callable[["ServerChannel", Any, Any, bytes], None]
 
 #: Methods whose queue field, empty on a channel that declared no queue, is a 530.
-_NAMES_A_QUEUE = ("queue.purge", "queue.delete", "basic.get", "basic.consume")
+_NAMES_A_QUEUE = ("queue.bind", "queue.purge", "queue.delete", "basic.get", "basic.consume")
 
 _CONTENT: dict[str, ContentHandler] = {
     "file.stage": file.stage,
@@ -44,6 +54,7 @@ def attach(channel: ServerChannel) -> Spec09State | None:
 def _checked(name: str, handler: Handler) -> Handler:
     def run(channel: ServerChannel, m: Any) -> None:
         access.check_ticket(channel, m)
+        access.check_permissions(channel, m)
         if name in _NAMES_A_QUEUE:
             named_queue(channel, m.queue)
         handler(channel, m)
@@ -64,11 +75,39 @@ def _recover(core: Handler) -> Handler:
     return run
 
 
+def _basic_qos(core: Handler) -> Handler:
+    """basic.qos with a prefetch-size, which 0-9-1 (RabbitMQ) refuses: see
+    ``within_prefetch_size``."""
+
+    def run(channel: ServerChannel, m: Any) -> None:
+        state_of(channel).prefetch_size = m.prefetch_size
+        m.prefetch_size = 0
+        core(channel, m)
+
+    return run
+
+
+def within_prefetch_size(channel: ServerChannel) -> bool:
+    """Rule basic.qos.prefetch-size:01: the prefetch size never holds back a message when
+    nothing is unacknowledged; otherwise more go only while the unacknowledged octets stay
+    under it."""
+    size = state_of(channel).prefetch_size
+    if not size or not channel.unacked:
+        return True
+    return sum(len(entry.message.body) for _, _, entry in channel.unacked.values()) < size
+
+
 def _tx_commit(core: Handler) -> Handler:
+    """Also routes the 0-9 classes' contents; requeues of rejects go elsewhere (rejects)."""
+
     def run(channel: ServerChannel, m: Any) -> None:
         channel._require_tx()
         publishing.commit(channel)
+        settles = channel._tx_settles
+        requeued = [item for action, _, item in settles if action == "requeue"]
+        channel._tx_settles = [s for s in settles if s[0] != "requeue"]
         core(channel, m)
+        rejects.requeue_elsewhere(channel, requeued)
 
     return run
 
@@ -82,24 +121,20 @@ def _tx_rollback(core: Handler) -> Handler:
     return run
 
 
-def _queue_purge(core: Handler) -> Handler:
-    """queue.purge empties the lanes of the other content classes too."""
-
-    def run(channel: ServerChannel, m: Any) -> None:
-        for queue_lane in lanes_of(channel._queue(m.queue)):
-            queue_lane.purge()
-        core(channel, m)
-
-    return run
+def _basic_reject(channel: ServerChannel, m: Any) -> None:
+    rejects.reject(channel, m.delivery_tag, m.requeue)
 
 
 @functools.cache
 def _table(core_items: tuple[tuple[str, Handler], ...]) -> dict[str, Handler]:
     table = dict(core_items)
     table["basic.recover"] = _recover(table["basic.recover"])
+    table["basic.qos"] = _basic_qos(table["basic.qos"])
     table["tx.commit"] = _tx_commit(table["tx.commit"])
     table["tx.rollback"] = _tx_rollback(table["tx.rollback"])
-    table["queue.purge"] = _queue_purge(table["queue.purge"])
+    table["basic.reject"] = _basic_reject
+    for name, wrap in declarations.WRAPPERS.items():
+        table[name] = wrap(table[name])
     for module in (access, file, stream_class, dtx, message, channel_extras):
         table.update(module.HANDLERS)
     return {name: _checked(name, handler) for name, handler in table.items()}
@@ -113,6 +148,7 @@ def handlers(core: dict[str, Handler]) -> dict[str, Handler]:
 def content(channel: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
     """A content-bearing method from the client, on a 0-9 channel."""
     access.check_ticket(channel, m)
+    access.check_permissions(channel, m)
     if m.NAME == "basic.publish":
         channel.basic_publish(m, properties, body)
         return
@@ -125,17 +161,8 @@ def content(channel: ServerChannel, m: Any, properties: Any, body: bytes) -> Non
 def teardown(channel: ServerChannel) -> None:
     """The channel closed: tickets lapse, an interrupted file stage is kept for a resume."""
     access.release(channel)
-    file.interrupted(channel, _partial_body(channel))
+    file.interrupted(channel, channel.conn.proto.partial_body(channel.id))
+    rejects.release_parked(channel)
     state = state_of(channel)
     if state.rate_timer is not None:
         state.rate_timer.cancel()
-
-
-def _partial_body(channel: ServerChannel) -> bytes:
-    """The body octets of a content still arriving on the channel (a cut file.stage).
-
-    The protocol layer keeps them in its private per-channel ``_partials``; it has no
-    public accessor yet.
-    """
-    partial = getattr(channel.conn.proto, "_partials", {}).get(channel.id)
-    return b"".join(partial.chunks) if partial is not None else b""

@@ -6,6 +6,11 @@ and is open to each user allowed on it; ``/admin`` is open to users tagged
 one realm, on the channel that requested it only. Ticket 0 is the channel's implicit
 ticket: full rights on ``/data`` (what clients that never send access.request, such as
 every 0-9-1 client, rely on), unless another channel holds ``/data`` exclusively.
+
+Tickets come on top of the user's configure/write/read permissions (``broker.access``),
+which every method is checked against: the 0-9-1 methods by ``Access.check``, the file,
+stream and message classes' consumes, gets and publishes here (``check_permissions``), as
+their basic counterparts are.
 """
 
 from __future__ import annotations
@@ -129,6 +134,31 @@ def check_ticket(channel: ServerChannel, m: Any) -> None:
             f"ACCESS_REFUSED - ticket {number} does not grant '{needed}' access to "
             f"realm '{DATA_REALM}'"
         )
+
+
+#: The user permission each 0-9 class method needs: (kind, resource, the field naming it).
+PERMISSIONS = {
+    "file.consume": ("read", "queue", "queue"),
+    "file.publish": ("write", "exchange", "exchange"),
+    "stream.consume": ("read", "queue", "queue"),
+    "stream.publish": ("write", "exchange", "exchange"),
+    "message.consume": ("read", "queue", "queue"),
+    "message.get": ("read", "queue", "queue"),
+    "message.transfer": ("write", "exchange", "destination"),
+}
+
+
+def check_permissions(channel: ServerChannel, m: Any) -> None:
+    """403 unless the user's permissions allow ``m`` (a 0-9 class method) on its resource;
+    an empty queue name is the queue last declared on the channel."""
+    needed = PERMISSIONS.get(m.NAME)
+    if needed is None:
+        return
+    kind, resource, field_name = needed
+    name = getattr(m, field_name)
+    if resource == "queue" and not name:
+        name = channel._last_queue or ""
+    channel.conn.access.require(kind, resource, name)
 
 
 HANDLERS = {"access.request": access_request}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors
 
-from . import consumers, staging
+from . import consumers, rejects, staging
 from .lanes import ClassMessage
 from .publishing import publish
 from .state import OutgoingFile, state_of
@@ -155,7 +155,7 @@ def _ack(ch: ServerChannel, m: Any) -> None:
 
 
 def _reject(ch: ServerChannel, m: Any) -> None:
-    ch._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, False)
+    rejects.reject(ch, m.delivery_tag, m.requeue)
 
 
 HANDLERS = {

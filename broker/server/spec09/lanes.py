@@ -36,6 +36,22 @@ def lanes_of(queue: Queue) -> list[Queue]:
     return list(_lanes.get(queue, {}).values())
 
 
+def drop_lanes(queue: Queue) -> None:
+    """``queue`` was deleted: its lanes go, and their consumers with them."""
+    for gone in _lanes.pop(queue, {}).values():
+        for consumer in gone.destroy():
+            consumer.sink.consumer_cancelled(consumer)
+
+
+def lane_totals(queue: Queue) -> tuple[int, int]:
+    """Messages and consumers of ``queue`` over every content class."""
+    lanes = lanes_of(queue)
+    return (
+        queue.message_count + sum(q.message_count for q in lanes),
+        len(queue.consumers) + sum(len(q.consumers) for q in lanes),
+    )
+
+
 class ClassMessage(Message):
     """A message of the file, stream or message class.
 

@@ -38,6 +38,9 @@ class Spec09State:
     tickets: dict[int, Ticket] = field(default_factory=dict)
     #: file.qos / stream.qos / message.qos prefetch-count of consumers created from now on.
     prefetch: dict[str, int] = field(default_factory=dict)
+    #: basic.qos prefetch-size: octets of unacknowledged basic deliveries the channel may
+    #: have outstanding before it stops sending more (0: no limit).
+    prefetch_size: int = 0
     #: file: the staging identifier the client opened (file.open) and its staged bytes so far.
     staging: str | None = None
     staged: bytes = b""
@@ -54,6 +57,9 @@ class Spec09State:
     transfers_awaiting_ok: deque[int | None] = field(default_factory=deque)
     #: tx: contents of the 0-9 classes published in the open transaction.
     tx_publishes: list[tuple[Exchange, ClassMessage, bool]] = field(default_factory=list)
+    #: Deliveries rejected with requeue that no other channel could take: they go back to
+    #: their queues when this channel closes (see rejects).
+    parked: list[tuple[Queue, QueuedMessage]] = field(default_factory=list)
     dtx_selected: bool = False
     dtx_identifier: str | None = None
 

@@ -1,0 +1,64 @@
+"""0-9's connection-level behaviour on the server: redirects, out-of-band and trace frames,
+and refused tuning.
+
+- connection.redirect: ``redirect`` in the broker config maps a virtual host to servers
+  ("host[:port]"); a 0-9/0-8 client opening that virtual host without ``insist`` gets
+  connection.redirect to the first of them (known-hosts: all of them) and the connection
+  ends. A client that insists is served here (rule connection.open.insist:behaviour).
+- Frame types 4-7 (oob-method, oob-header, oob-body, trace): the spec names them only.
+  Out-of-band transfers would be configured by channel.open's out-of-band field, whose
+  syntax the spec leaves "to be formally defined at a later date"; no channel has them
+  configured, so an out-of-band frame is an unexpected frame (505, connection exception).
+  A trace frame carries no protocol state and is ignored.
+- A connection.tune-ok over the server's limits, or with frame-max under frame-min-size,
+  closes the socket without a connection.close (rules connection.tune-ok.channel-max:
+  upper-limit, connection.tune-ok.frame-max:upper-limit and :minimum).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import errors, events, frames
+
+if TYPE_CHECKING:
+    from ..connection import AMQPConnection
+
+log = logging.getLogger(__name__)
+
+
+def speaks_0_9(conn: AMQPConnection) -> bool:
+    return conn.spec.version < (0, 9, 1)
+
+
+def redirected(conn: AMQPConnection, m: Any) -> bool:
+    """Send connection.redirect and end the connection when the config says so."""
+    if not speaks_0_9(conn):
+        return False  # 0-9-1 has no redirect (and no insist field)
+    targets = conn.config.redirect.get(m.virtual_host)
+    if not targets or m.insist:
+        return False
+    redirect = conn.spec.method("connection.redirect")(
+        host=targets[0], known_hosts=" ".join(targets)
+    )
+    log.info("connection %s: vhost %r redirected to %s", conn.peer, m.virtual_host, targets[0])
+    conn.send_method(0, redirect)
+    conn.abort()
+    return True
+
+
+def other_frame(conn: AMQPConnection, ev: events.OtherFrameReceived) -> None:
+    if ev.frame_type == frames.TRACE:
+        log.debug("connection %s: trace frame on channel %d ignored", conn.peer, ev.channel)
+        return
+    raise errors.UnexpectedFrame(
+        f"UNEXPECTED_FRAME - out-of-band frame (type {ev.frame_type}) on channel "
+        f"{ev.channel}, which has no out-of-band transfers configured"
+    )
+
+
+def refuse_tuning(conn: AMQPConnection, err: errors.AMQPError) -> None:
+    """Close the socket, no negotiated close: the 0-9 rules for a bad tune-ok."""
+    log.info("connection %s: tune-ok refused (%s); closing the socket", conn.peer, err)
+    conn.abort()

@@ -1,0 +1,149 @@
+"""0-9's rules for declaring, deleting and binding exchanges and queues where they differ
+from RabbitMQ's 0-9-1 behaviour, which the core handlers follow:
+
+- redeclaring an existing exchange ignores auto-delete, redeclaring an existing queue
+  ignores durable and auto-delete (exchange.declare.auto-delete:sticky,
+  queue.declare.durable:pre-existence, queue.declare.auto-delete:pre-existence);
+- queue.declare-ok, queue.purge-ok and queue.delete-ok count the messages (and consumers)
+  of every content class, not only basic; purging and deleting a queue purge and delete its
+  lanes too, and deleting it cancels their consumers;
+- deleting an exchange or a queue that does not exist is a 404 channel error
+  (exchange.delete.exchange:exists, queue.delete.queue:02);
+- a failed queue.bind or queue.unbind is a connection exception (queue.bind:failure,
+  queue.unbind:01); binding a durable queue to a transient exchange, or any queue to an
+  internal exchange, is refused with 530 (queue.bind:transient-exchange,
+  queue.bind:internal-exchange).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from amqp_spark.protocol import errors
+
+from .lanes import drop_lanes, lane_totals, lanes_of
+
+if TYPE_CHECKING:
+    from ..channel import ServerChannel
+
+Handler = Callable[["ServerChannel", Any], None]
+
+
+def exchange_declare(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        existing = ch.vhost.exchanges.get(m.exchange)
+        if existing is not None and not m.passive:
+            m.auto_delete = existing.auto_delete
+        core(ch, m)
+
+    return run
+
+
+def queue_declare(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        existing = ch.vhost.queues.get(m.queue) if m.queue else None
+        if existing is not None and not m.passive:
+            m.durable, m.auto_delete = existing.durable, existing.auto_delete
+        no_wait, m.no_wait = m.no_wait, True  # the reply is sent here, with the lanes counted
+        core(ch, m)
+        if not no_wait:
+            queue = ch._queue("")
+            messages, consumers = lane_totals(queue)
+            ch.send(
+                ch.conn.spec.method("queue.declare-ok")(
+                    queue=queue.name, message_count=messages, consumer_count=consumers
+                )
+            )
+
+    return run
+
+
+def queue_purge(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        queue = ch._queue(m.queue)
+        count = queue.message_count + sum(queue_lane.purge() for queue_lane in lanes_of(queue))
+        no_wait, m.no_wait = m.no_wait, True
+        core(ch, m)
+        if not no_wait:
+            ch.send(ch.conn.spec.method("queue.purge-ok")(message_count=count))
+
+    return run
+
+
+def exchange_delete(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        if m.exchange and m.exchange not in ch.vhost.exchanges:
+            raise errors.NotFound(f"NOT_FOUND - no exchange '{m.exchange}'")
+        core(ch, m)
+
+    return run
+
+
+def queue_delete(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        name = m.queue or ch._last_queue or ""
+        if name not in ch.vhost.queues:
+            raise errors.NotFound(f"NOT_FOUND - no queue '{name}'")
+        queue = ch._queue(name)
+        messages, consumers = lane_totals(queue)
+        if m.if_unused and consumers:
+            raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' in use")
+        if m.if_empty and messages:
+            raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' not empty")
+        no_wait, m.no_wait = m.no_wait, True
+        core(ch, m)
+        drop_lanes(queue)
+        if not no_wait:
+            ch.send(ch.conn.spec.method("queue.delete-ok")(message_count=messages))
+
+    return run
+
+
+def _as_connection_exception(err: errors.AMQPError) -> errors.AMQPError:
+    """0-9 has no channel-level bind failures: the same reply, closing the connection."""
+    if err.hard:
+        return err
+    return errors.AMQPError(err.reply_text, reply_code=err.reply_code)
+
+
+def queue_bind(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        try:
+            queue = ch._queue(m.queue)
+            exchange = ch.vhost.exchange(m.exchange)
+            if exchange.internal:
+                raise errors.NotAllowed(
+                    f"NOT_ALLOWED - cannot bind to internal exchange '{m.exchange}'"
+                )
+            if queue.durable and not exchange.durable:
+                raise errors.NotAllowed(
+                    f"NOT_ALLOWED - durable queue '{queue.name}' cannot bind to "
+                    f"transient exchange '{m.exchange}'"
+                )
+            core(ch, m)
+        except errors.AMQPError as err:
+            raise _as_connection_exception(err) from err
+
+    return run
+
+
+def queue_unbind(core: Handler) -> Handler:
+    def run(ch: ServerChannel, m: Any) -> None:
+        try:
+            core(ch, m)
+        except errors.AMQPError as err:
+            raise _as_connection_exception(err) from err
+
+    return run
+
+
+WRAPPERS: dict[str, Callable[[Handler], Handler]] = {
+    "exchange.declare": exchange_declare,
+    "exchange.delete": exchange_delete,
+    "queue.declare": queue_declare,
+    "queue.delete": queue_delete,
+    "queue.purge": queue_purge,
+    "queue.bind": queue_bind,
+    "queue.unbind": queue_unbind,
+}
