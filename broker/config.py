@@ -18,6 +18,8 @@ Example file::
     vhost_exchange_max = 10000         # exchanges declared per virtual host; 0: no limit
     handshake_timeout = 10.0           # seconds from TCP connect to connection.open
     auth_failure_delay = 1.0           # seconds before a refused login is closed with 403
+    redirect = { staging = ["10.0.0.2:5672", "10.0.0.3"] }  # 0-9/0-8 clients of vhost
+                                       # "staging" are redirected there unless they insist
 
     [tls]                              # an amqps listener besides the amqp one
     port = 5671
@@ -138,6 +140,9 @@ class BrokerConfig:
     vhost_exchange_max: int = 10000
     handshake_timeout: float = 10.0
     auth_failure_delay: float = 1.0
+    #: AMQP 0-9/0-8 only: virtual host -> servers ("host[:port]") its clients are sent to
+    #: with connection.redirect unless they insist (0-9-1 has no redirect).
+    redirect: dict[str, list[str]] = field(default_factory=dict)
 
     def connection_limit_of(self, user: User) -> int:
         """The user's open-connection limit; 0 means none."""

@@ -74,6 +74,8 @@ class ServerChannel:
             return True
         if consumer.prefetch and consumer.unacked >= consumer.prefetch:
             return False
+        if self.extension is not None and not spec09.within_prefetch_size(self):
+            return False
         return not self.channel_prefetch or self.unacked_count < self.channel_prefetch
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:

@@ -31,6 +31,7 @@ from ..model.message import Message
 from ..model.vhost import VirtualHost
 from . import wire
 from .channel import ServerChannel
+from .spec09 import connection_class as spec09_connection
 
 if TYPE_CHECKING:
     from .app import BrokerServer
@@ -289,6 +290,8 @@ class AMQPConnection(asyncio.Protocol):
                 self._on_channel_method(ev.channel, ev.method, None)
         elif isinstance(ev, events.ProtocolHeaderReceived):
             self._send_start()
+        elif isinstance(ev, events.OtherFrameReceived):
+            spec09_connection.other_frame(self, ev)
         elif isinstance(ev, events.UnsupportedProtocol):
             log.info("connection %s: unsupported protocol header %r", self.peer, ev.header)
             assert self.transport is not None
@@ -390,6 +393,9 @@ class AMQPConnection(asyncio.Protocol):
                 ).with_culprit(method.CLASS_ID, method.METHOD_ID)
             handler(self, method)
         except errors.AMQPError as err:
+            if method.NAME == "connection.tune-ok" and spec09_connection.speaks_0_9(self):
+                spec09_connection.refuse_tuning(self, err)
+                return
             if not err.class_id:
                 err.with_culprit(method.CLASS_ID, method.METHOD_ID)
             self._fail(err)
@@ -517,6 +523,8 @@ class AMQPConnection(asyncio.Protocol):
                 f"NOT_ALLOWED - Connection refused for user '{user.name}'. "
                 f"User connection limit ({limit}) is reached"
             )
+        if spec09_connection.redirected(self, m):
+            return
         self.vhost = vhost
         self.access = Access(user, vhost, self.config)
         self._state = "open"
