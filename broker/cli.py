@@ -1,4 +1,12 @@
-"""``amqp-broker`` / ``python -m broker``: run the broker until SIGTERM or SIGINT."""
+"""``amqp-broker`` / ``python -m broker``: run the broker until SIGTERM or SIGINT.
+
+Unlike the in-process ``Broker()`` (in memory unless given a ``data_dir``, so that tests and
+notebooks start clean), the program keeps durable state by default, as RabbitMQ does: in
+``--data-dir``, else the configuration's ``data_dir``, else the per-user directory
+``$XDG_DATA_HOME/amqp-spark-broker`` (``~/.local/share/amqp-spark-broker``). ``--in-memory``
+keeps nothing. A data directory that cannot be used stops the program with exit status 1 and
+a message naming the path, before anything is served.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +18,21 @@ import sys
 
 from .config import BrokerConfig
 from .server.app import BrokerServer
+from .store import StoreError, default_data_dir
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="amqp-broker", description="A pure-Python AMQP 0-9-1 broker.")
     p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="TCP port (default 5672)")
-    p.add_argument("--data-dir", default=None, help="where durable state is kept")
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help=f"where durable state is kept (default {default_data_dir()})",
+    )
+    p.add_argument(
+        "--in-memory", action="store_true", help="keep no durable state (nothing survives)"
+    )
     p.add_argument("--config", default=None, help="a TOML configuration file")
     p.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
     return p.parse_args(argv)
@@ -41,10 +57,18 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
+    if args.in_memory:
+        config.data_dir = None
+    elif not config.data_dir:
+        config.data_dir = str(default_data_dir())
     logging.basicConfig(
         level=config.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
-    asyncio.run(serve(config))
+    try:
+        asyncio.run(serve(config))
+    except StoreError as e:
+        print(f"amqp-broker: {e}", file=sys.stderr)
+        return 1
     return 0

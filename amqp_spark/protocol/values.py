@@ -241,6 +241,14 @@ _ENCODERS: dict[type, Callable[[Any, int], bytes]] = {
     list: _encode_nested_array,
     tuple: _encode_nested_array,
 }
+
+
+class Long(int):
+    """An int encoded as a signed 64-bit field value (``l``) even when it fits 32 bits
+    (e.g. RabbitMQ's ``x-stream-offset`` header, which clients read as a long)."""
+
+
+_ENCODERS[Long] = lambda value, depth: b"l" + _i64.pack(value)
 #: Order matters: bool before int, as bool is an int.
 _BASE_TYPES = (
     bool,

@@ -23,6 +23,7 @@ class Message:
         "_envelope",
         "priority",
         "ttl",
+        "msg_id",
     )
 
     def __init__(self, exchange: str, routing_key: str, properties: Any, body: bytes) -> None:
@@ -36,6 +37,8 @@ class Message:
         prio = properties.priority
         self.priority: int = prio if isinstance(prio, int) else 0
         self.ttl: int | None = _parse_expiration(properties.expiration)
+        #: The journal's id for this message once it is journaled (0: not journaled).
+        self.msg_id = 0
 
     @property
     def header_payload(self) -> bytes:

@@ -1,8 +1,10 @@
-"""The seam where durability plugs in (``broker/store/`` implements it).
+"""The seam where durability plugs in (``broker/store/persistence.py`` implements it).
 
-The virtual host calls these hooks for durable entities and for persistent messages in
-durable queues; the default does nothing, so the broker runs in memory. A store is handed to
-``Broker(data_dir=...)`` through ``broker.server.app.make_persistence``.
+The virtual host calls the topology hooks for durable entities, queues call the message
+hooks for every enqueue and removal, and the channel hands each routed message to
+``message_routed`` with its confirm token. The default, ``InMemory``, keeps nothing, so the
+broker runs in memory; ``broker.server.app.make_persistence`` returns the durable store when
+the broker has a data directory.
 """
 
 from __future__ import annotations
@@ -11,16 +13,35 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .exchanges import Exchange
-    from .message import QueuedMessage
+    from .message import Message, QueuedMessage
     from .queues import Queue
 
 
+class SpillQueue(Protocol):
+    """Queue entries kept on disk, first in first out
+    (``broker.store.spilled_entries.SpilledEntries``)."""
+
+    def __len__(self) -> int: ...
+
+    def push(self, entry: QueuedMessage) -> None: ...
+
+    def pop(self) -> QueuedMessage: ...
+
+    def close(self) -> None: ...
+
+
 class Persistence(Protocol):
+    #: True when messages and definitions outlive the process.
+    durable: bool
+
     def exchange_declared(self, vhost: str, exchange: Exchange) -> None: ...
 
     def exchange_deleted(self, vhost: str, name: str) -> None: ...
 
-    def queue_declared(self, vhost: str, queue: Queue) -> None: ...
+    def queue_declared(self, vhost: str, queue: Queue) -> None:
+        """A durable queue was declared; a store sets ``queue.queue_id`` to journal its
+        messages (exclusive queues are not kept: they die with their connection)."""
+        ...
 
     def queue_deleted(self, vhost: str, name: str) -> None: ...
 
@@ -37,15 +58,30 @@ class Persistence(Protocol):
         """``kind`` is "queue" or "exchange"."""
         ...
 
-    def message_enqueued(self, queue: Queue, entry: QueuedMessage) -> None:
-        """Called for every enqueue; a store keeps those that are persistent in durable queues."""
+    def message_routed(self, message: Message, queues: list[Queue], token: object) -> bool:
+        """Called before ``message`` is enqueued on ``queues``: a store journals a persistent
+        message once for all of them that are durable. True when it did: the publish's
+        confirm (if ``token`` is not None) then waits until the store reports it written."""
         ...
 
-    def message_removed(self, queue: Queue, entry: QueuedMessage) -> None: ...
+    def message_removed(self, queue: Queue, message: Message) -> None:
+        """The message left the queue for good (acked, dropped, purged, dead-lettered, or
+        refused on arrival); called exactly once per queue the message was routed to."""
+        ...
+
+    def sync(self) -> None:
+        """Return once everything recorded so far is on disk (tx.commit)."""
+        ...
+
+    def spill_fifo(self) -> SpillQueue:
+        """Disk space for the tail of a queue larger than memory."""
+        ...
 
 
 class InMemory:
-    """No durability: every hook is a no-op."""
+    """No durability: the hooks do nothing and spilled queues go to a temporary directory."""
+
+    durable = False
 
     def exchange_declared(self, vhost: str, exchange: Exchange) -> None:
         pass
@@ -71,8 +107,17 @@ class InMemory:
     ) -> None:
         pass
 
-    def message_enqueued(self, queue: Queue, entry: QueuedMessage) -> None:
+    def message_routed(self, message: Message, queues: list[Queue], token: object) -> bool:
+        return False
+
+    def message_removed(self, queue: Queue, message: Message) -> None:
         pass
 
-    def message_removed(self, queue: Queue, entry: QueuedMessage) -> None:
+    def sync(self) -> None:
         pass
+
+    def spill_fifo(self) -> SpillQueue:
+        from broker.store.spill import SpillFifo
+        from broker.store.spilled_entries import SpilledEntries
+
+        return SpilledEntries(SpillFifo())

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from amqp_spark.protocol import errors
@@ -22,6 +22,8 @@ from .clock import TimerHandle
 from .message import Message, QueuedMessage
 
 if TYPE_CHECKING:
+    from .memory import MemoryGauge
+    from .persistence import SpillQueue
     from .vhost import VirtualHost
 
 OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx")
@@ -65,18 +67,41 @@ class Consumer:
 
 
 class ReadyMessages:
-    """Ready messages in delivery order; with ``levels`` > 1, one FIFO per priority."""
+    """Ready messages in delivery order; with ``levels`` > 1, one FIFO per priority.
 
-    __slots__ = ("_levels", "_len")
+    A single-level queue that grows past ``SPILL_AFTER_MESSAGES`` or ``SPILL_AFTER_BYTES``
+    in memory pushes further messages to a ``SpillQueue`` on disk (its bodies stop counting
+    against the memory gauge) and takes them back, in order, as the in-memory head drains.
+    Every in-memory entry precedes every spilled one.
+    """
 
-    def __init__(self, levels: int = 1) -> None:
+    SPILL_AFTER_MESSAGES = 20_000
+    SPILL_AFTER_BYTES = 16 << 20
+
+    __slots__ = ("_levels", "_len", "_memory", "_spill_factory", "_spill", "_held_bytes")
+
+    def __init__(
+        self,
+        levels: int = 1,
+        memory: MemoryGauge | None = None,
+        spill_factory: Callable[[], SpillQueue] | None = None,
+    ) -> None:
         self._levels: list[deque[QueuedMessage]] = [deque() for _ in range(levels)]
         self._len = 0
+        self._memory = memory
+        self._spill_factory = spill_factory if levels == 1 else None
+        self._spill: SpillQueue | None = None
+        self._held_bytes = 0  #: body bytes of the in-memory entries
 
     def __len__(self) -> int:
         return self._len
 
+    @property
+    def spilled(self) -> int:
+        return len(self._spill) if self._spill is not None else 0
+
     def __iter__(self) -> Iterator[QueuedMessage]:
+        """The in-memory entries (all of them once ``clear`` has taken the spilled ones back)."""
         return itertools.chain.from_iterable(reversed(self._levels))
 
     def _level(self, entry: QueuedMessage) -> deque[QueuedMessage]:
@@ -84,10 +109,23 @@ class ReadyMessages:
         return levels[min(entry.message.priority, len(levels) - 1)]
 
     def append(self, entry: QueuedMessage) -> None:
-        self._level(entry).append(entry)
         self._len += 1
+        if self._spill_factory is not None and (
+            self.spilled
+            or len(self._levels[0]) >= self.SPILL_AFTER_MESSAGES
+            or self._held_bytes >= self.SPILL_AFTER_BYTES
+        ):
+            if self._spill is None:
+                self._spill = self._spill_factory()
+            self._spill.push(entry)
+            if self._memory is not None:
+                self._memory.sub(entry.size)
+            return
+        self._held_bytes += entry.size
+        self._level(entry).append(entry)
 
     def appendleft(self, entry: QueuedMessage) -> None:
+        self._held_bytes += entry.size
         self._level(entry).appendleft(entry)
         self._len += 1
 
@@ -95,7 +133,28 @@ class ReadyMessages:
         for level in reversed(self._levels):
             if level:
                 return level
+        if self.spilled:
+            self._refill()
+            return self._levels[0]
         return None
+
+    def _refill(self) -> None:
+        """Take spilled entries back into memory, oldest first, up to the thresholds."""
+        spill = self._spill
+        assert spill is not None
+        head = self._levels[0]
+        taken = 0
+        while (
+            spill
+            and len(head) < self.SPILL_AFTER_MESSAGES
+            and self._held_bytes < self.SPILL_AFTER_BYTES
+        ):
+            entry = spill.pop()
+            head.append(entry)
+            self._held_bytes += entry.size
+            taken += entry.size
+        if self._memory is not None:
+            self._memory.add(taken)
 
     def peek(self) -> QueuedMessage | None:
         level = self._head_level()
@@ -105,14 +164,33 @@ class ReadyMessages:
         level = self._head_level()
         assert level is not None, "popleft from an empty queue"
         self._len -= 1
-        return level.popleft()
+        entry = level.popleft()
+        self._held_bytes -= entry.size
+        return entry
 
     def clear(self) -> list[QueuedMessage]:
+        """Remove and return every entry (spilled ones read back first)."""
+        if self._spill is not None:
+            head = self._levels[0]
+            taken = 0
+            while self._spill:
+                entry = self._spill.pop()
+                head.append(entry)
+                taken += entry.size
+            if self._memory is not None:
+                self._memory.add(taken)
         entries = list(self)
         for level in self._levels:
             level.clear()
         self._len = 0
+        self._held_bytes = 0
         return entries
+
+    def close(self) -> None:
+        """Delete the spill files (the queue is gone)."""
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
 
 
 def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:
@@ -168,6 +246,9 @@ class Queue:
     """A classic queue. ``owner`` is the connection of an exclusive queue, else None."""
 
     type_name = "classic"
+    #: True for a queue type that buffers publishes until ``flush`` (the channel flushes
+    #: such queues before it confirms their publishes).
+    buffers_publishes = False
 
     def __init__(
         self,
@@ -186,7 +267,11 @@ class Queue:
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
         self.settings = QueueSettings(name, vhost.name, self.arguments)
-        self.ready = ReadyMessages((self.settings.max_priority or 0) + 1)
+        self.ready = ReadyMessages(
+            (self.settings.max_priority or 0) + 1, vhost.memory, vhost.store.spill_fifo
+        )
+        #: The store's id of a durable queue whose messages it journals (0: none).
+        self.queue_id = 0
         self.ready_bytes = 0
         self.unacked = 0
         self.consumers: list[Consumer] = []
@@ -217,18 +302,12 @@ class Queue:
         """Enqueue a routed message; False when overflow refuses it (reject-publish)."""
         s = self.settings
         if s.overflow != "drop-head" and self._full(len(message.body)):
+            self.vhost.store.message_removed(self, message)
             if s.overflow == "reject-publish-dlx":
                 self.vhost.dead_letter(self, message, "maxlen")
             return False
-        ttl = message.ttl
-        if s.message_ttl is not None and (ttl is None or s.message_ttl < ttl):
-            ttl = s.message_ttl
-        entry = QueuedMessage(
-            message, None if ttl is None else self.vhost.clock.time() + ttl / 1000
-        )
-        self.ready.append(entry)
-        self._add_ready_bytes(entry.size)
-        self.vhost.store.message_enqueued(self, entry)
+        ttl = self._ttl(message)
+        self._append(message, ttl)
         if s.overflow == "drop-head":
             while self.ready and self._full(0):
                 self._drop(self.ready.popleft(), "maxlen")
@@ -237,6 +316,29 @@ class Queue:
         if ttl is not None:
             self.expire()
         return True
+
+    def _append(self, message: Message, ttl: int | None, redelivered: bool = False) -> None:
+        entry = QueuedMessage(
+            message, None if ttl is None else self.vhost.clock.time() + ttl / 1000
+        )
+        entry.redelivered = redelivered
+        self._add_ready_bytes(entry.size)
+        self.ready.append(entry)
+
+    def restore(self, message: Message) -> None:
+        """Put back a message the store recovered at startup (it was possibly delivered
+        before the restart, so it is marked redelivered)."""
+        self._append(message, self._ttl(message), redelivered=True)
+
+    def _ttl(self, message: Message) -> int | None:
+        """The message's TTL in ms: the lower of its expiration and the queue's x-message-ttl."""
+        ttl, queue_ttl = message.ttl, self.settings.message_ttl
+        if queue_ttl is not None and (ttl is None or queue_ttl < ttl):
+            return queue_ttl
+        return ttl
+
+    def flush(self) -> None:
+        """Make buffered publishes visible (``buffers_publishes`` types only)."""
 
     def _full(self, incoming: int) -> bool:
         s = self.settings
@@ -256,7 +358,7 @@ class Queue:
     def _forget(self, entry: QueuedMessage) -> None:
         """The entry is gone for good (acked, dropped, dead-lettered)."""
         self.vhost.memory.sub(entry.size)
-        self.vhost.store.message_removed(self, entry)
+        self.vhost.store.message_removed(self, entry.message)
 
     def _drop(self, entry: QueuedMessage, reason: str) -> None:
         self._take(entry)
@@ -291,8 +393,9 @@ class Queue:
 
     # -- consumers and delivery ---------------------------------------------------------------
 
-    def add_consumer(self, consumer: Consumer) -> None:
-        """Register a consumer (the caller dispatches once it has sent consume-ok)."""
+    def add_consumer(self, consumer: Consumer, arguments: dict[str, Any] | None = None) -> None:
+        """Register a consumer (the caller dispatches once it has sent consume-ok);
+        ``arguments`` are basic.consume's (a stream reads its ``x-stream-offset``)."""
         if any(c.exclusive for c in self.consumers) or (consumer.exclusive and self.consumers):
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - queue '{self.name}' in vhost '{self.vhost.name}' "
@@ -429,6 +532,7 @@ class Queue:
     def destroy(self) -> list[Consumer]:
         """Called by the virtual host on delete: drop everything; returns the consumers."""
         self.purge()
+        self.ready.close()
         self.deleted = True
         for timer in (self._expiry_timer, self._unused_timer):
             if timer is not None:

@@ -41,7 +41,11 @@ _EQUIVALENT_QUEUE_ARGS = (
     "x-max-priority",
     "x-single-active-consumer",
     "x-queue-type",
+    "x-max-age",
+    "x-stream-max-segment-size-bytes",
 )
+#: Stream arguments RabbitMQ quotes bare in its inequivalence texts ("received '2h'").
+_QUOTED_BARE_ARGS = frozenset({"x-max-age", "x-stream-max-segment-size-bytes"})
 _UTC = datetime.timezone.utc
 
 
@@ -251,8 +255,7 @@ class VirtualHost:
         factory = queue_factory(arguments)
         if factory is None:
             raise errors.PreconditionFailed(
-                f"PRECONDITION_FAILED - invalid arg 'x-queue-type' for queue '{name}' "
-                f"{self._where()}: {arguments.get('x-queue-type')!r}"
+                f"PRECONDITION_FAILED - unsupported queue type '{arguments.get('x-queue-type')}'"
             )
         q = factory(
             self,
@@ -287,8 +290,8 @@ class VirtualHost:
             if received_value != current_value:
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - inequivalent arg '{arg}' {what}: "
-                    f"received {_describe(received_value)} "
-                    f"but current is {_describe(current_value)}"
+                    f"received {_describe(arg, received_value)} "
+                    f"but current is {_describe(arg, current_value)}"
                 )
 
     def delete_queue(self, q: Queue) -> int:
@@ -374,8 +377,24 @@ class VirtualHost:
                 target.publish(dead)
 
 
-def _describe(value: Any) -> str:
-    return "none" if value is None else f"the value '{value}'"
+def _describe(arg: str, value: Any) -> str:
+    """An argument's value as RabbitMQ's inequivalence texts show it."""
+    if value is None:
+        return "none"
+    if arg in _QUOTED_BARE_ARGS:
+        return f"'{value}'"
+    return f"the value '{value}' of type '{amqp_type_name(value)}'"
+
+
+def amqp_type_name(value: Any) -> str:
+    """The field-table type RabbitMQ names in its reply texts."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(2**31) <= value < 2**31 else "long"
+    if isinstance(value, str):
+        return "longstr"
+    return type(value).__name__
 
 
 def _is_cycle(deaths: list[dict[str, Any]], target: str) -> bool:

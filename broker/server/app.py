@@ -1,18 +1,31 @@
 """The broker process state: configuration, virtual hosts, the listening socket and the
-open connections, on one asyncio event loop."""
+open connections, on one asyncio event loop.
+
+With a data directory, the store is opened (and the durable state recovered) in the
+constructor, before anything is served: a bad directory raises ``StoreError`` there.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from pathlib import Path
 
 from ..config import BrokerConfig
 from ..model.memory import MemoryGauge
 from ..model.persistence import InMemory, Persistence
+from ..model.queue_types import register_queue_type
 from ..model.vhost import VirtualHost
+from ..store.monitor import ResourceMonitor
+from ..store.persistence import DurableStore
+from ..store.store import Store
+from ..streams.queue import StreamQueue
 from .connection import AMQPConnection
 
 log = logging.getLogger("broker")
+
+register_queue_type("stream", StreamQueue)
 
 SHUTDOWN_REPLY = (
     320,
@@ -20,11 +33,17 @@ SHUTDOWN_REPLY = (
 )
 #: Seconds shutdown waits for clients to answer connection.close.
 SHUTDOWN_GRACE = 2.0
+#: Seconds between two checks of the data directory's free disk space.
+DISK_CHECK_INTERVAL = 1.0
+MEMORY_BLOCKED_REASON = "low on memory"
 
 
-def make_persistence(data_dir: str | None) -> Persistence:
-    """The store for ``data_dir``; in memory until ``broker/store`` provides one."""
-    return InMemory()
+def make_persistence(data_dir: str | None, loop: asyncio.AbstractEventLoop) -> Persistence:
+    """The durable store of ``data_dir`` (opened and recovered, not yet journaling), or
+    ``InMemory`` without one. Raises ``StoreError`` for a directory that cannot be used."""
+    if not data_dir:
+        return InMemory()
+    return DurableStore(Store.open(Path(data_dir)), loop)
 
 
 class BrokerServer:
@@ -33,11 +52,44 @@ class BrokerServer:
         self.loop = loop
         self.memory = MemoryGauge(config.memory_high_watermark)
         self.memory.on_change = self._memory_changed
-        store = make_persistence(config.data_dir)
-        self.vhosts = {name: VirtualHost(name, loop, self.memory, store) for name in config.vhosts}
+        self.store = make_persistence(config.data_dir, loop)
+        self.disk: ResourceMonitor | None = None
+        self.disk_alarm: str | None = None
+        self._disk_timer: asyncio.TimerHandle | None = None
+        try:
+            if isinstance(self.store, DurableStore):
+                self.store.merge_definitions(config)
+            self.vhosts = {
+                name: VirtualHost(name, loop, self.memory, self.store) for name in config.vhosts
+            }
+            if isinstance(self.store, DurableStore):
+                began = time.perf_counter()
+                count = self.store.recover(self.vhosts)
+                log.info(
+                    "recovered %d message(s) from %s in %.2fs",
+                    count,
+                    config.data_dir,
+                    time.perf_counter() - began,
+                )
+                self.store.start()
+                self.disk = ResourceMonitor(
+                    memory_limit=1 << 62,  # memory is the MemoryGauge's job
+                    disk_path=Path(str(config.data_dir)),
+                    disk_free_limit=config.disk_free_limit,
+                )
+        except BaseException:
+            self._close_store()
+            raise
         self.connections: set[AMQPConnection] = set()
         self._server: asyncio.Server | None = None
         self.port = 0
+
+    @property
+    def blocked_reason(self) -> str | None:
+        """Why publishers are blocked now (memory watermark, low disk), or None."""
+        if self.memory.blocked:
+            return MEMORY_BLOCKED_REASON
+        return self.disk_alarm
 
     async def start(self) -> None:
         self._server = await self.loop.create_server(
@@ -45,12 +97,17 @@ class BrokerServer:
         )
         sockets = self._server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+        if self.disk is not None:
+            self._check_disk()
         log.info("broker listening for AMQP on %s:%d", self.config.host, self.port)
 
     async def shutdown(self) -> None:
-        """Stop listening; close every connection with 320 CONNECTION_FORCED."""
+        """Stop listening; close every connection with 320 CONNECTION_FORCED; close the
+        stream logs and the store."""
         if self._server is not None:
             self._server.close()
+        if self._disk_timer is not None:
+            self._disk_timer.cancel()
         for conn in list(self.connections):
             conn.close(*SHUTDOWN_REPLY)
         deadline = self.loop.time() + SHUTDOWN_GRACE
@@ -58,7 +115,25 @@ class BrokerServer:
             await asyncio.sleep(0.02)
         for conn in list(self.connections):
             conn.abort()
+        self._close_store()
         log.info("broker stopped")
+
+    def _close_store(self) -> None:
+        for vhost in getattr(self, "vhosts", {}).values():
+            for queue in vhost.queues.values():
+                if isinstance(queue, StreamQueue):
+                    queue.close()
+        if isinstance(self.store, DurableStore):
+            self.store.close()
+
+    def _check_disk(self) -> None:
+        assert self.disk is not None
+        alarm = self.disk.check()
+        if alarm != self.disk_alarm:
+            log.warning("disk alarm %s", f"set: {alarm}" if alarm else "cleared")
+            self.disk_alarm = alarm
+            self._blocking_changed()
+        self._disk_timer = self.loop.call_later(DISK_CHECK_INTERVAL, self._check_disk)
 
     def _memory_changed(self, blocked: bool) -> None:
         log.info(
@@ -67,5 +142,9 @@ class BrokerServer:
             self.memory.used,
             self.memory.high,
         )
+        self._blocking_changed()
+
+    def _blocking_changed(self) -> None:
+        reason = self.blocked_reason
         for conn in list(self.connections):
-            conn.set_memory_blocked(blocked)
+            conn.set_memory_blocked(reason is not None, reason or "")

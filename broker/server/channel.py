@@ -8,8 +8,10 @@ hard one into connection.close, naming the culprit method.
 from __future__ import annotations
 
 import base64
+import bisect
 import itertools
 import os
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
 
 #: A delivery awaiting ack: (consumer or None for basic.get, queue, entry).
 Unacked = tuple["Consumer | None", Queue, QueuedMessage]
+
+
+def _sequence(confirm: tuple[int, bool]) -> int:
+    return confirm[0]
 
 
 def _generated_tag(prefix: str) -> str:
@@ -50,6 +56,11 @@ class ServerChannel:
         self.confirming = False
         self._publish_seq = 0
         self._confirms: list[tuple[int, bool]] = []
+        #: Publishes whose confirms wait for the store's journal, in order; the confirms
+        #: from the first of them on are held back.
+        self._journal_waiting: deque[int] = deque()
+        #: Queues that buffer publishes (streams), flushed before confirms go out.
+        self._unflushed: set[Queue] = set()
         self.transactional = False
         self._tx_publishes: list[tuple[Exchange, Message, bool]] = []
         self._tx_settles: list[tuple[str, int, Unacked]] = []
@@ -255,7 +266,7 @@ class ServerChannel:
             priority=priority if isinstance(priority, int) else 0,
             prefetch=self.prefetch,
         )
-        q.add_consumer(consumer)
+        q.add_consumer(consumer, m.arguments)
         self.consumers[tag] = consumer
         self._tag_bytes[consumer] = encode_shortstr(tag)
         if not m.no_wait:
@@ -399,9 +410,10 @@ class ServerChannel:
         else:
             self._enqueue(exchange, message, m.mandatory)
 
-    def _enqueue(self, exchange: Exchange, message: Message, mandatory: bool) -> None:
+    def _enqueue(self, exchange: Exchange, message: Message, mandatory: bool) -> bool:
+        """Route and enqueue; True when the store journaled the message."""
         queues = self.vhost.route(exchange, message.routing_key, message.headers)
-        accepted = True
+        accepted, journaled = True, False
         if not queues:
             if mandatory:
                 returned = self._m("basic.return")(
@@ -412,18 +424,45 @@ class ServerChannel:
                 )
                 self.conn.send_content(self.id, returned, message.properties, message.body)
         else:
+            token = (self, self._publish_seq + 1) if self.confirming else None
+            journaled = self.vhost.store.message_routed(message, queues, token)
             for q in queues:
                 if not q.publish(message):
                     accepted = False
+                if q.buffers_publishes and self.confirming:
+                    self._unflushed.add(q)
         if self.confirming:
             self._publish_seq += 1
+            if journaled:
+                self._journal_waiting.append(self._publish_seq)
             if not self._confirms:
                 self.conn.confirms_pending(self)
             self._confirms.append((self._publish_seq, accepted))
+        return journaled
+
+    def journal_done(self, sequence_numbers: list[int], ok: bool) -> None:
+        """The store wrote (or failed to write) these publishes: their confirms may go,
+        as nacks if it failed."""
+        if self.closed:
+            return
+        done = set(sequence_numbers)
+        waiting = self._journal_waiting
+        while waiting and waiting[0] in done:
+            waiting.popleft()
+        if not ok:
+            self._confirms = [(seq, good and seq not in done) for seq, good in self._confirms]
+        self.flush_confirms()
 
     def flush_confirms(self) -> None:
-        """Send the confirms collected while reading: runs of acks as one multiple ack."""
-        confirms, self._confirms = self._confirms, []
+        """Send the confirms collected while reading: runs of acks as one multiple ack.
+        Buffering queues are flushed first; confirms still waiting for the journal stay."""
+        for q in self._unflushed:
+            q.flush()
+        self._unflushed.clear()
+        held = len(self._confirms)
+        if self._journal_waiting:
+            held = bisect.bisect_left(self._confirms, self._journal_waiting[0], key=_sequence)
+        confirms, self._confirms = self._confirms[:held], self._confirms[held:]
         ack, nack = self._m("basic.ack"), self._m("basic.nack")
         run_start: int | None = None
         last = 0
@@ -467,10 +506,11 @@ class ServerChannel:
         self._require_tx()
         publishes, self._tx_publishes = self._tx_publishes, []
         settles, self._tx_settles = self._tx_settles, []
-        for exchange, message, mandatory in publishes:
-            self._enqueue(exchange, message, mandatory)
+        journaled = [self._enqueue(ex, message, mandatory) for ex, message, mandatory in publishes]
         for action, _, item in settles:
             self._settle(action, [item])
+        if any(journaled) or settles:
+            self.vhost.store.sync()  # commit-ok only once the transaction is on disk
         self.send(self._m("tx.commit-ok")())
 
     def _tx_rollback(self, m: Method) -> None:

@@ -93,6 +93,18 @@ class Journal:
             self._pending.append((data, token, 0, msg_ids))
             self._cond.notify()
 
+    def barrier(self, token: object) -> None:
+        """Hand ``token`` to ``committed`` once everything journaled before it is fsync'd."""
+        with self._cond:
+            self._check()
+            self._pending.append((b"", token, 0, ()))
+            self._cond.notify()
+
+    def check(self) -> None:
+        """Raise the StoreError that stopped the journal, if any."""
+        with self._cond:
+            self._check()
+
     def close(self) -> None:
         """Write and fsync what is pending, then stop the writer thread."""
         with self._cond:

@@ -8,10 +8,10 @@ refused with RabbitMQ's errors. Like RabbitMQ, delivery goes a chunk at a time: 
 consumer has credit, the whole next chunk is delivered even if that overdraws its credit.
 
 Publishes are buffered and appended as one chunk per batch (``flush``), which the server
-must call before it sends the confirms of those publishes; a fallback timer flushes on the
-next turn of the event loop otherwise. An appended chunk is written to the OS, so it
-survives a kill -9 of the broker; like RabbitMQ's streams it is not fsynced per confirm
-(segments are fsynced when sealed and when the queue closes).
+calls before it sends the confirms of those publishes; a fallback timer flushes on the next
+turn of the event loop otherwise. An appended chunk is written to the OS, so it survives a
+kill -9 of the broker; when the broker has a data directory (``store.durable``) each flush
+is also fdatasync'd before its confirms go, so it survives a power loss too.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from amqp_spark.protocol import errors
+from amqp_spark.protocol.values import Long
 
 from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue
+from ..model.vhost import amqp_type_name
 from ..store.message_codec import decode_message, encode_message
 from .log import SegmentedLog, now_ms
 from .offset_spec import (
@@ -109,17 +111,6 @@ def stream_directory(vhost: VirtualHost, queue: str) -> Path:
     return _scratch_directory(vhost.name, queue)
 
 
-def _type_name(value: Any) -> str:
-    """The AMQP field type RabbitMQ names in its reply texts."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, str):
-        return "longstr"
-    return type(value).__name__
-
-
 class StreamSettings:
     """The declare arguments of a stream, checked in RabbitMQ's order with its texts."""
 
@@ -143,7 +134,7 @@ class StreamSettings:
             if not isinstance(max_age, str):
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid arg 'x-max-age' {where}: "
-                    f"{{unacceptable_type,{_type_name(max_age)}}}"
+                    f"{{unacceptable_type,{amqp_type_name(max_age)}}}"
                 )
             try:
                 self.max_age_ms = interval_ms(max_age)
@@ -162,7 +153,7 @@ class StreamSettings:
         if isinstance(value, bool) or not isinstance(value, int):
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - invalid arg '{name}' {where}: "
-                f'"expected integer, got {_type_name(value)}"'
+                f'"expected integer, got {amqp_type_name(value)}"'
             )
         if value < 0:
             raise errors.PreconditionFailed(
@@ -175,6 +166,7 @@ class StreamQueue(Queue):
     """A durable stream queue; the factory registered as queue type ``stream``."""
 
     type_name = "stream"
+    buffers_publishes = True
 
     def __init__(
         self,
@@ -246,6 +238,8 @@ class StreamQueue(Queue):
         pending, self._pending = self._pending, []
         for start in range(0, len(pending), MAX_CHUNK_RECORDS):
             self.log.append(pending[start : start + MAX_CHUNK_RECORDS])
+        if self.vhost.store.durable:
+            self.log.sync_data()
         if self.consumers:
             self.dispatch()
 
@@ -379,5 +373,5 @@ class StreamDelivery(QueuedMessage):
 def _delivery(offset: int, payload: bytes) -> StreamDelivery:
     message = decode_message(payload)
     properties = message.properties
-    properties.headers = {**(properties.headers or {}), OFFSET_HEADER: offset}
+    properties.headers = {**(properties.headers or {}), OFFSET_HEADER: Long(offset)}
     return StreamDelivery(message, offset)

@@ -21,28 +21,9 @@ STREAM = {"x-queue-type": "stream"}
 WAIT = 5.0  # seconds a test waits for deliveries it expects
 
 
-@pytest.fixture(
-    params=[
-        pytest.param(
-            "bundled",
-            marks=pytest.mark.xfail(
-                strict=True, reason="stream queues not wired into the broker yet"
-            ),
-        ),
-        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
-    ]
-)
-def url(request: pytest.FixtureRequest) -> str:
-    """``broker_url`` of tests/conftest.py, with the bundled broker's tests expected to fail
-    until stream queues are wired into it (remove this fixture then and use ``broker_url``)."""
-    fixture = {"bundled": "bundled_broker_url", "rabbitmq": "rabbitmq_url"}[request.param]
-    value: str = request.getfixturevalue(fixture)
-    return value
-
-
 @pytest.fixture
-def connection(url: str) -> Iterator[pika.BlockingConnection]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def connection(broker_url: str) -> Iterator[pika.BlockingConnection]:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     yield conn
     if conn.is_open:
         conn.close()
@@ -111,8 +92,8 @@ class Consumer:
         return [offset for _, offset, _ in self.received]
 
 
-def declare_error(url: str, **kwargs: Any) -> tuple[int, str]:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def declare_error(broker_url: str, **kwargs: Any) -> tuple[int, str]:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     try:
         conn.channel().queue_declare(**kwargs)
     except (ChannelClosedByBroker, ConnectionClosedByBroker) as e:
@@ -139,11 +120,11 @@ def name() -> str:
     ],
 )
 def test_declare_refuses_what_a_stream_cannot_be(
-    url: str, properties: dict[str, bool], refused: str
+    broker_url: str, properties: dict[str, bool], refused: str
 ) -> None:
     q = name()
     kwargs: dict[str, Any] = {"queue": q, "durable": True, "arguments": STREAM, **properties}
-    assert declare_error(url, **kwargs) == (
+    assert declare_error(broker_url, **kwargs) == (
         406,
         f"PRECONDITION_FAILED - invalid property '{refused}' for queue '{q}' in vhost '/'",
     )
@@ -162,10 +143,12 @@ def test_declare_refuses_what_a_stream_cannot_be(
         ("x-single-active-consumer", True),
     ],
 )
-def test_declare_refuses_classic_queue_arguments(url: str, argument: str, value: Any) -> None:
+def test_declare_refuses_classic_queue_arguments(
+    broker_url: str, argument: str, value: Any
+) -> None:
     q = name()
     args = {**STREAM, argument: value}
-    assert declare_error(url, queue=q, durable=True, arguments=args) == (
+    assert declare_error(broker_url, queue=q, durable=True, arguments=args) == (
         406,
         f"PRECONDITION_FAILED - invalid arg '{argument}' for queue '{q}' in vhost '/' "
         "of queue type rabbit_stream_queue",
@@ -201,26 +184,26 @@ def test_declare_accepts_retention_and_segment_size(
     ],
 )
 def test_declare_refuses_invalid_retention_values(
-    url: str, argument: str, value: Any, detail: str
+    broker_url: str, argument: str, value: Any, detail: str
 ) -> None:
     q = name()
     args = {**STREAM, argument: value}
-    assert declare_error(url, queue=q, durable=True, arguments=args) == (
+    assert declare_error(broker_url, queue=q, durable=True, arguments=args) == (
         406,
         f"PRECONDITION_FAILED - invalid arg '{argument}' for queue '{q}' in vhost '/': {detail}",
     )
 
 
-def test_declare_refuses_a_segment_size_over_3_gb(url: str) -> None:
+def test_declare_refuses_a_segment_size_over_3_gb(broker_url: str) -> None:
     args = {**STREAM, "x-stream-max-segment-size-bytes": 3_000_000_001}
-    assert declare_error(url, queue=name(), durable=True, arguments=args) == (
+    assert declare_error(broker_url, queue=name(), durable=True, arguments=args) == (
         406,
         "PRECONDITION_FAILED - Exceeded max value for x-stream-max-segment-size-bytes",
     )
 
 
-def test_declare_refuses_a_server_named_stream(url: str) -> None:
-    assert declare_error(url, queue="", durable=True, arguments=STREAM) == (
+def test_declare_refuses_a_server_named_stream(broker_url: str) -> None:
+    assert declare_error(broker_url, queue="", durable=True, arguments=STREAM) == (
         406,
         "PRECONDITION_FAILED - Cannot declare a server-named queue for type rabbit_stream_queue",
     )
@@ -260,8 +243,8 @@ def test_consume_with_only_a_global_prefetch_is_refused_as_unset(
     assert isinstance(e, ChannelClosedByBroker) and e.reply_code == 406
 
 
-def test_consume_with_a_global_prefetch_closes_the_connection(url: str, stream: str) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def test_consume_with_a_global_prefetch_closes_the_connection(broker_url: str, stream: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     e = consume_error(
         conn, stream, qos=[{"prefetch_count": 10}, {"prefetch_count": 10, "global_qos": True}]
     )
@@ -272,8 +255,8 @@ def test_consume_with_a_global_prefetch_closes_the_connection(url: str, stream: 
     )
 
 
-def test_no_ack_consume_closes_the_connection(url: str, stream: str) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def test_no_ack_consume_closes_the_connection(broker_url: str, stream: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     e = consume_error(conn, stream, auto_ack=True)
     assert isinstance(e, ConnectionClosedByBroker)
     assert (e.reply_code, e.reply_text) == (
@@ -294,8 +277,8 @@ def test_consumer_priority_is_refused(connection: pika.BlockingConnection, strea
 
 
 @pytest.mark.parametrize("no_ack", [False, True])
-def test_basic_get_closes_the_connection(url: str, stream: str, no_ack: bool) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def test_basic_get_closes_the_connection(broker_url: str, stream: str, no_ack: bool) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     with pytest.raises(ConnectionClosedByBroker) as e:
         conn.channel().basic_get(stream, auto_ack=no_ack)
     assert (e.value.reply_code, e.value.reply_text) == (
@@ -304,8 +287,8 @@ def test_basic_get_closes_the_connection(url: str, stream: str, no_ack: bool) ->
     )
 
 
-def test_purge_closes_the_connection(url: str, stream: str) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def test_purge_closes_the_connection(broker_url: str, stream: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     with pytest.raises(ConnectionClosedByBroker) as e:
         conn.channel().queue_purge(stream)
     assert e.value.reply_code == 540
@@ -313,8 +296,8 @@ def test_purge_closes_the_connection(url: str, stream: str) -> None:
 
 
 @pytest.mark.parametrize("settle", ["nack", "reject", "nack-no-requeue"])
-def test_nack_and_reject_close_the_connection(url: str, stream: str, settle: str) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def test_nack_and_reject_close_the_connection(broker_url: str, stream: str, settle: str) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     publish(conn, stream, [b"m"])
     consumer = Consumer(conn, stream, "first")
     assert consumer.wait(1) == [0]
@@ -444,8 +427,10 @@ def test_invalid_x_stream_offset_closes_the_channel(
 
 
 @pytest.mark.parametrize("offset", ["bogus", "h", True])
-def test_x_stream_offset_rabbitmq_fails_on_internally(url: str, stream: str, offset: Any) -> None:
-    conn = pika.BlockingConnection(pika.URLParameters(url))
+def test_x_stream_offset_rabbitmq_fails_on_internally(
+    broker_url: str, stream: str, offset: Any
+) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
     e = consume_error(conn, stream, arguments={"x-stream-offset": offset})
     assert isinstance(e, ConnectionClosedByBroker)
     assert (e.reply_code, e.reply_text) == (541, "INTERNAL_ERROR")
@@ -481,13 +466,13 @@ def test_two_consumers_read_independently_at_their_own_offsets(
 
 
 def test_redeclaring_with_another_max_age_is_refused(
-    connection: pika.BlockingConnection, url: str
+    connection: pika.BlockingConnection, broker_url: str
 ) -> None:
     q = name()
     connection.channel().queue_declare(q, durable=True, arguments={**STREAM, "x-max-age": "1h"})
     try:
         assert declare_error(
-            url, queue=q, durable=True, arguments={**STREAM, "x-max-age": "2h"}
+            broker_url, queue=q, durable=True, arguments={**STREAM, "x-max-age": "2h"}
         ) == (
             406,
             f"PRECONDITION_FAILED - inequivalent arg 'x-max-age' for queue '{q}' in vhost '/': "
