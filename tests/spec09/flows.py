@@ -11,6 +11,12 @@ def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:
     return str(peer.call(channel, "queue.declare", queue=queue, **fields).queue)
 
 
+def get_body(peer: Peer, channel: int, queue: str) -> bytes:
+    """basic.get with no-ack of a message that must be there; its body."""
+    peer.send(channel, "basic.get", queue=queue, no_ack=True)
+    return bytes(peer.expect(channel, "basic.get-ok").body)
+
+
 def stage_file(
     peer: Peer, channel: int, identifier: str, body: bytes, properties: dict[str, Any] | None = None
 ) -> int:

@@ -149,6 +149,7 @@ def test_file_messages_have_two_priority_levels(peer: Peer, name: str) -> None:
     assert [receive_file(peer, 1)[1] for _ in range(2)] == [b"high", b"low"]
 
 
+@pytest.mark.spec_rule("file.publish.mandatory:01")
 def test_an_unroutable_mandatory_file_is_returned(peer: Peer, name: str) -> None:
     publish_file(
         peer, 1, "nowhere-" + name, b"back", f"ret-{name}", exchange="amq.direct", mandatory=True

@@ -98,6 +98,7 @@ def test_stream_publish_to_an_internal_exchange_is_403(peer: Peer, name: str) ->
     assert peer.channel_error(1) == 403
 
 
+@pytest.mark.spec_rule("stream.publish.mandatory:01")
 def test_an_unroutable_mandatory_stream_message_is_returned(peer: Peer, name: str) -> None:
     _publish(peer, "nowhere-" + name, b"back", exchange="amq.direct", mandatory=True)
     returned = peer.expect(1, "stream.return")

@@ -37,7 +37,7 @@ Handler = Callable[["ServerChannel", Any], None]
 ContentHandler = Callable[["ServerChannel", Any, Any, bytes], None]
 
 #: Methods whose queue field, empty on a channel that declared no queue, is a 530.
-_NAMES_A_QUEUE = ("queue.bind", "queue.purge", "queue.delete", "basic.get", "basic.consume")
+_NAMES_A_QUEUE = ("queue.purge", "queue.delete", "basic.get", "basic.consume")
 
 _CONTENT: dict[str, ContentHandler] = {
     "file.stage": file.stage,

@@ -10,6 +10,10 @@ and refused tuning.
   syntax the spec leaves "to be formally defined at a later date"; no channel has them
   configured, so an out-of-band frame is an unexpected frame (505, connection exception).
   A trace frame carries no protocol state and is ignored.
+- While the broker is over its memory watermark it stops the publishers of 0-9 connections
+  with channel.flow(active=false) on each of their channels, and restarts them with
+  channel.flow(active=true) (rules file:02, basic:03, message:03); their messages are kept,
+  never discarded (basic:02, file:02, message:02).
 - A connection.tune-ok over the server's limits, or with frame-max under frame-min-size,
   closes the socket without a connection.close (rules connection.tune-ok.channel-max:
   upper-limit, connection.tune-ok.frame-max:upper-limit and :minimum).
@@ -46,6 +50,15 @@ def redirected(conn: AMQPConnection, m: Any) -> bool:
     conn.send_method(0, redirect)
     conn.abort()
     return True
+
+
+def flow_publishers(conn: AMQPConnection, active: bool) -> None:
+    if not speaks_0_9(conn):
+        return
+    flow = conn.spec.method("channel.flow")(active=active)
+    for channel_id, channel in conn.channels.items():
+        if not channel.closed:
+            conn.send_method(channel_id, flow)
 
 
 def other_frame(conn: AMQPConnection, ev: events.OtherFrameReceived) -> None:

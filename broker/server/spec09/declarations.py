@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors
 
+from .consumers import named_queue
 from .lanes import drop_lanes, lane_totals, lanes_of
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def _as_connection_exception(err: errors.AMQPError) -> errors.AMQPError:
 def queue_bind(core: Handler) -> Handler:
     def run(ch: ServerChannel, m: Any) -> None:
         try:
-            queue = ch._queue(m.queue)
+            queue = named_queue(ch, m.queue)
             exchange = ch.vhost.exchange(m.exchange)
             if exchange.internal:
                 raise errors.NotAllowed(
