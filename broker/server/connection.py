@@ -145,8 +145,8 @@ class AMQPConnection(asyncio.Protocol):
             log.exception("internal error on connection %s", self.peer)
             self._confirming.clear()
             self.close(541, "INTERNAL_ERROR")
-        if self._publisher and self.server.memory.blocked:
-            self.set_memory_blocked(True)
+        if self._publisher and self.server.blocked_reason:
+            self.set_memory_blocked(True, self.server.blocked_reason)
 
     def _refuse_oversized_content(self) -> None:
         """Close (406) each channel whose content in progress declares a body over
@@ -242,7 +242,7 @@ class AMQPConnection(asyncio.Protocol):
     def confirms_pending(self, channel: ServerChannel) -> None:
         self._confirming.append(channel)
 
-    def set_memory_blocked(self, blocked: bool) -> None:
+    def set_memory_blocked(self, blocked: bool, reason: str = "low on memory") -> None:
         """The broker's memory crossed its watermark: block (or unblock) a publisher."""
         if blocked == self._memory_blocked or not self._publisher or self._state != "open":
             return
@@ -250,7 +250,7 @@ class AMQPConnection(asyncio.Protocol):
         spec09_connection.flow_publishers(self, not blocked)
         if self.client_capability("connection.blocked"):
             if blocked:
-                self.send_method(0, self.spec.method("connection.blocked")(reason="low on memory"))
+                self.send_method(0, self.spec.method("connection.blocked")(reason=reason))
             else:
                 self.send_method(0, self.spec.method("connection.unblocked")())
         self._update_reading()
