@@ -224,24 +224,26 @@ class ClassicConsumers:
         """
         with self._lock:
             self.ensure_open()
+            # Without a row limit, take half of what may be in flight: the broker then keeps
+            # sending the other half while Spark processes the batch.
+            rows = limits.max_rows or max(1, self._options.prefetch // 2) * len(self.queues)
             if wait:
-                rows = limits.max_rows if limits.max_rows is not None else 1 << 62
-                self._wait_for_more(len(self._arrived) + rows, self._options.poll_timeout)
+                # After ack_through(start), every buffered delivery is beyond `start`.
+                self._wait_for_more(rows, self._options.poll_timeout)
             else:
                 self._receive()
-                self.ensure_open()
+            self.ensure_open()  # a connection that died while receiving is replaced
             tags = {q: start.tag(q, self.connection_id) for q in self.queues}
-            rows = size = 0
+            taken = size = 0
             for queue, d in self._arrived:
                 if d.delivery_tag <= tags[queue]:
                     continue
                 size += len(d.body)
-                if rows and (
-                    (limits.max_rows is not None and rows >= limits.max_rows)
-                    or (limits.max_bytes is not None and size > limits.max_bytes)
+                if taken and (
+                    taken >= rows or (limits.max_bytes is not None and size > limits.max_bytes)
                 ):
                     break
-                rows += 1
+                taken += 1
                 tags[queue] = d.delivery_tag
             return ClassicOffset(self.connection_id, tags)
 

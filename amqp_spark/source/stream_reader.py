@@ -38,6 +38,15 @@ from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, StreamRangePartition
 from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
 
+ONCE_UNSUPPORTED = (
+    "amqp source: trigger(once=True) cannot be used with classic queues: Spark calls nothing "
+    "on the source after the only batch of a once run, so its messages could never be acked "
+    "(they would be requeued and read again by every run). Use trigger(availableNow=True): "
+    "it reads the same backlog and acks it when the run ends."
+)
+#: The row limit standing for "none" (a Java long): see ``getDefaultReadLimit``.
+NO_ROW_LIMIT = 2**63 - 1
+
 
 class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: SourceOptions) -> None:
@@ -79,12 +88,16 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with contextlib.suppress(ValueError):
             signal.signal(signal.SIGTERM, on_sigterm)
 
+    @staticmethod
+    def _rows(limit: ReadMaxRows) -> int | None:
+        return None if limit.max_rows >= NO_ROW_LIMIT else limit.max_rows
+
     def _limits(self, limit: ReadLimit) -> Limits:
         """Spark's limit for this batch combined with the options (Spark passes one limit
         only; the other option still applies). ReadAllAvailable (once runs) lifts both."""
         if isinstance(limit, ReadAllAvailable):
             return Limits()
-        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        rows = self._rows(limit) if isinstance(limit, ReadMaxRows) else None
         size = limit.max_bytes if isinstance(limit, ReadMaxBytes) else None
         return Limits(
             max_rows=rows if rows is not None else self.options.max_messages_per_trigger,
@@ -100,11 +113,13 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return state.start_offset().to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        if self.options.max_messages_per_trigger is not None:
-            return ReadMaxRows(self.options.max_messages_per_trigger)
-        if self.options.max_bytes_per_trigger is not None:
+        """Never ReadAllAvailable: Spark passes that to ``latestOffset`` for
+        ``trigger(once=True)`` only, which is how the source tells once runs apart."""
+        if self.options.max_bytes_per_trigger is not None and (
+            self.options.max_messages_per_trigger is None
+        ):
             return ReadMaxBytes(self.options.max_bytes_per_trigger)
-        return ReadAllAvailable()
+        return ReadMaxRows(self.options.max_messages_per_trigger or NO_ROW_LIMIT)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True
@@ -118,10 +133,11 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state = self._state()
         if isinstance(state, StreamTails):
             return state.latest(StreamOffset.from_dict(start), self._limits(limit)).to_dict()
+        if isinstance(limit, ReadAllAvailable):  # only trigger(once=True) passes this
+            raise RuntimeError(ONCE_UNSUPPORTED)
         begin = ClassicOffset.from_dict(start)
         state.ack_through(begin)  # every batch up to `start` is in Spark's commit log
-        wait = self._available_now or isinstance(limit, ReadAllAvailable)
-        return state.latest(begin, self._limits(limit), wait=wait).to_dict()
+        return state.latest(begin, self._limits(limit), wait=self._available_now).to_dict()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: where each queue ends as
