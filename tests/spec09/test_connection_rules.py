@@ -194,3 +194,13 @@ def test_an_out_of_band_frame_is_an_unexpected_frame(peer: Peer, frame_type: int
 def test_a_trace_frame_is_ignored(peer: Peer) -> None:
     peer.sock.sendall(_frame(frames.TRACE, 1, b"diagnostics"))
     assert peer.call(1, "queue.declare", queue="").queue.startswith("amq.gen-")
+
+
+@rule("connection.start.server-properties:required-fields")
+def test_the_server_describes_itself_in_server_properties(bundled_broker_url: str) -> None:
+    peer = Peer(bundled_broker_url)
+    try:
+        for field in ("host", "product", "version", "platform", "copyright", "information"):
+            assert peer.server_properties.get(field), field
+    finally:
+        peer.close()

@@ -39,6 +39,17 @@ def test_a_client_resumes_its_delivery_from_the_offset_it_gives(peer: Peer, name
     peer.expect(1, "file.deliver")
 
 
+def test_a_resume_offset_beyond_the_file_is_a_precondition_failure(peer: Peer, name: str) -> None:
+    declare_queue(peer, 1, name)
+    publish_file(peer, 1, name, b"0123456789", f"beyond-{name}")
+    peer.call(1, "file.consume", queue=name)
+    peer.expect(1, "file.open")
+    peer.send(1, "file.open-ok", staged_size=11)
+    assert peer.channel_error(1) == 406
+    peer.open_channel(2)
+    assert peer.call(2, "queue.declare", queue=name, passive=True).message_count == 1
+
+
 def test_a_stage_cut_by_a_broken_connection_resumes_where_it_stopped(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:

@@ -1,5 +1,5 @@
 """0-9 rules (mostly SHOULD and MAY) on channel flow, priority levels, exclusive consumers,
-mandatory basic publishing and persistent basic messages."""
+mandatory and immediate publishing, and persistent basic messages."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from amqp_spark.protocol import SPEC_0_9
 from amqp_spark.protocol.values import Content
 from broker import Broker
 
-from .flows import declare_queue, transfer
+from .flows import declare_queue, publish_file, receive_file, receive_transfer, transfer
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -104,3 +104,54 @@ def test_a_persistent_basic_message_survives_a_restart(
         delivery = ch.basic_get("kept", no_ack=True)
         assert delivery is not None and delivery.body == b"persistent"
         assert ch.basic_get("kept", no_ack=True) is None
+
+
+def _immediate(peer: Peer, content_class: str, queue: str, body: bytes) -> None:
+    if content_class == "file":
+        publish_file(peer, 1, queue, body, f"imm-{queue}-{body.hex()}", immediate=True)
+    elif content_class == "message":
+        peer.send(
+            1,
+            "message.transfer",
+            destination="",
+            routing_key=queue,
+            immediate=True,
+            body=Content(body),
+        )
+    else:
+        fields = {"exchange": "", "routing_key": queue, "immediate": True}
+        peer.send_content(1, f"{content_class}.publish", body, **fields)
+
+
+def _received(peer: Peer, content_class: str) -> bytes:
+    if content_class == "file":
+        return receive_file(peer, 1)[1]
+    if content_class == "message":
+        return bytes(receive_transfer(peer, 1).body.data)
+    return bytes(peer.expect(1, f"{content_class}.deliver").body)
+
+
+@rule(
+    "basic.publish.immediate:01",
+    "file.publish.immediate:01",
+    "stream.publish.immediate:01",
+    "message.transfer.immediate:01",
+    "domain.reject-code:01",
+)
+@pytest.mark.parametrize("content_class", ["basic", "file", "stream", "message"])
+def test_an_immediate_message_without_a_ready_consumer_comes_back(
+    peer: Peer, name: str, content_class: str
+) -> None:
+    declare_queue(peer, 1, name)
+    _immediate(peer, content_class, name, b"nobody")
+    if content_class == "message":
+        rejected = peer.expect(1, "message.reject").method
+        assert (rejected.code, rejected.text) == (1, "NO_CONSUMERS")
+    else:
+        returned = peer.expect(1, f"{content_class}.return")
+        assert (returned.method.reply_code, returned.body) == (313, b"nobody")
+    tag_field = "destination" if content_class == "message" else "consumer_tag"
+    no_ack = {} if content_class == "stream" else {"no_ack": True}  # streams are never acked
+    peer.call(1, f"{content_class}.consume", queue=name, **{tag_field: "c"}, **no_ack)
+    _immediate(peer, content_class, name, b"taken")
+    assert _received(peer, content_class) == b"taken"

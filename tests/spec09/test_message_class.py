@@ -217,5 +217,15 @@ def test_resume_after_a_broken_connection_answers_the_checkpointed_offset(
     assert receive_transfer(second, 1).body == Content(b"0123456789ABC")
 
 
-def test_resume_of_an_unknown_checkpoint_starts_at_zero(peer: Peer) -> None:
+def test_resume_of_an_unknown_checkpoint_starts_at_zero(peer: Peer, name: str) -> None:
+    """message.checkpoint: "It is at the discretion of the recipient how much data to save
+    with the checkpoint, and the sender MUST honour the offset returned by the resume
+    method": an unknown checkpoint saved nothing, so the resumed reference is open and
+    empty, and the sender sends everything from offset 0."""
     assert peer.call(1, "message.resume", reference=b"new", identifier="none").value == 0
+    peer.call(1, "message.append", reference=b"new", bytes=b"whole body")
+    declare_queue(peer, 1, name)
+    peer.call(1, "message.transfer", destination="", routing_key=name, body=Content(b"new", True))
+    peer.call(1, "message.close", reference=b"new")
+    peer.send(1, "message.get", queue=name, destination="g", no_ack=True)
+    assert receive_transfer(peer, 1).body == Content(b"whole body")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors
 
+from ...model.message import Message
 from . import (
     access,
     channel_extras,
@@ -150,6 +151,15 @@ def content(channel: ServerChannel, m: Any, properties: Any, body: bytes) -> Non
     access.check_ticket(channel, m)
     access.check_permissions(channel, m)
     if m.NAME == "basic.publish":
+        if m.immediate:
+            channel.conn.access.check(m)
+            exchange = channel.vhost.exchange(m.exchange)
+            headers = properties.headers
+            if not publishing.consumer_ready(channel, exchange, m.routing_key, headers, "basic"):
+                message = Message(m.exchange, m.routing_key, properties, body)
+                publishing.send_return(channel, message, "basic", 313, "NO_CONSUMERS")
+                return
+            m.immediate = False  # a consumer is ready: published as usual
         channel.basic_publish(m, properties, body)
         return
     handler = _CONTENT.get(m.NAME)

@@ -1,6 +1,8 @@
 """0-9's connection-level behaviour on the server: redirects, out-of-band and trace frames,
 and refused tuning.
 
+- connection.start's server-properties carry "host" too on 0-9 (rule
+  connection.start.server-properties:required-fields); 0-9-1 keeps RabbitMQ's set.
 - connection.redirect: ``redirect`` in the broker config maps a virtual host to servers
   ("host[:port]"); a 0-9/0-8 client opening that virtual host without ``insist`` gets
   connection.redirect to the first of them (known-hosts: all of them) and the connection
@@ -22,6 +24,7 @@ and refused tuning.
 from __future__ import annotations
 
 import logging
+import socket
 from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors, events, frames
@@ -34,6 +37,11 @@ log = logging.getLogger(__name__)
 
 def speaks_0_9(conn: AMQPConnection) -> bool:
     return conn.spec.version < (0, 9, 1)
+
+
+def add_host(conn: AMQPConnection, server_properties: dict[str, Any]) -> None:
+    if speaks_0_9(conn):
+        server_properties["host"] = socket.gethostname()
 
 
 def redirected(conn: AMQPConnection, m: Any) -> bool:

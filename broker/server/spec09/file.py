@@ -117,7 +117,7 @@ def _publish(ch: ServerChannel, m: Any) -> None:
         priority=priority,
         identifier=m.identifier,
     )
-    publish(ch, m.exchange, message, m.mandatory)
+    publish(ch, m.exchange, message, m.mandatory, m.immediate)
 
 
 def _open_ok(ch: ServerChannel, m: Any) -> None:

@@ -87,8 +87,9 @@ def _transfer(ch: ServerChannel, m: Any) -> None:
             raise errors.NotFound(f"NOT_FOUND - unknown reference '{reference}'")
         exchange = ch.vhost.exchange(m.destination)
         ext.held.setdefault(reference, []).append(HeldTransfer(exchange, message))
-    else:
-        publish(ch, m.destination, message, False)
+    elif not publish(ch, m.destination, message, False, m.immediate):
+        ch.send(ch.conn.spec.method("message.reject")(code=1, text="NO_CONSUMERS"))
+        return
     _ok(ch)
 
 

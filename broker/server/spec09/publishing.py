@@ -1,8 +1,18 @@
-"""Routing contents of the file, stream and message classes into queue lanes."""
+"""Routing contents of the file, stream and message classes into queue lanes, and the
+immediate flag of every content class.
+
+Immediate (rules basic.publish.immediate:01, file.publish.immediate:01,
+stream.publish.immediate:01, message.transfer.immediate:01): a message published with
+immediate set is routed only when at least one queue it routes to has a consumer of its
+content class ready to take it now; otherwise it is returned with 313 NO_CONSUMERS
+(basic.return, file.return, stream.return) or, for message.transfer, which has no return,
+answered with message.reject code 1 ("immediate delivery was attempted but failed"). On a
+transactional channel the check is made at publish time.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors
 
@@ -14,10 +24,35 @@ if TYPE_CHECKING:
     from ..channel import ServerChannel
 
 
-def publish(
-    channel: ServerChannel, exchange_name: str, message: ClassMessage, mandatory: bool
+def consumer_ready(
+    channel: ServerChannel, exchange: Exchange, routing_key: str, headers: Any, content_class: str
+) -> bool:
+    """Would a ``content_class`` message be taken by a consumer right now?"""
+    for queue in channel.vhost.route(exchange, routing_key, headers or {}):
+        target = queue if content_class == "basic" else lane(queue, content_class)
+        if any(c.sink.can_deliver(c) for c in target.consumers):
+            return True
+    return False
+
+
+def send_return(
+    channel: ServerChannel, message: Any, content_class: str, code: int, text: str
 ) -> None:
-    """Route now, or at tx.commit on a transactional channel. "" is the default exchange."""
+    returned = channel.conn.spec.method(f"{content_class}.return")(
+        reply_code=code, reply_text=text, exchange=message.exchange, routing_key=message.routing_key
+    )
+    channel.conn.send_content(channel.id, returned, message.properties, message.body)
+
+
+def publish(
+    channel: ServerChannel,
+    exchange_name: str,
+    message: ClassMessage,
+    mandatory: bool,
+    immediate: bool = False,
+) -> bool:
+    """Route now, or at tx.commit on a transactional channel. "" is the default exchange.
+    False when an immediate message found no consumer (file and stream ones are returned)."""
     exchange = channel.vhost.exchange(exchange_name)
     if exchange.internal:
         raise errors.AccessRefused(
@@ -25,10 +60,17 @@ def publish(
             f"in vhost '{channel.vhost.name}'"
         )
     channel.conn.published(len(message.body))
+    cls = message.content_class
+    key, headers = message.routing_key, message.headers
+    if immediate and not consumer_ready(channel, exchange, key, headers, cls):
+        if cls != "message":
+            send_return(channel, message, cls, 313, "NO_CONSUMERS")
+        return False
     if channel.transactional:
         state_of(channel).tx_publishes.append((exchange, message, mandatory))
     else:
         enqueue(channel, exchange, message, mandatory)
+    return True
 
 
 def enqueue(
@@ -36,13 +78,7 @@ def enqueue(
 ) -> None:
     queues = channel.vhost.route(exchange, message.routing_key, message.headers)
     if not queues and mandatory and message.content_class in ("file", "stream"):
-        returned = channel.conn.spec.method(f"{message.content_class}.return")(
-            reply_code=312,
-            reply_text="NO_ROUTE",
-            exchange=message.exchange,
-            routing_key=message.routing_key,
-        )
-        channel.conn.send_content(channel.id, returned, message.properties, message.body)
+        send_return(channel, message, message.content_class, 312, "NO_ROUTE")
     for queue in queues:
         lane(queue, message.content_class).publish(message)
 

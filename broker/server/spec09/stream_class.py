@@ -88,7 +88,7 @@ def stream_publish(ch: ServerChannel, m: Any, properties: Any, body: bytes) -> N
     message = ClassMessage(
         "stream", m.exchange, m.routing_key, properties, body, priority=properties.priority
     )
-    publish(ch, m.exchange, message, m.mandatory)
+    publish(ch, m.exchange, message, m.mandatory, m.immediate)
 
 
 HANDLERS = {"stream.qos": _qos, "stream.consume": _consume, "stream.cancel": _cancel}
