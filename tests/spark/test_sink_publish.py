@@ -6,6 +6,7 @@ import datetime
 import json
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
@@ -278,43 +279,68 @@ def test_stream_ids_name_query_batch_partition_and_row(
     assert {m.properties.delivery_mode for m in received} == {2}
 
 
+def broker_connections(port: int) -> dict[str, int]:
+    """Socket inode -> pid of the established TCP connections of other processes to
+    ``port`` on this host (Linux /proc)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if int(fields[2].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                    inodes.add(fields[9])
+    owners = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if int(pid) == os.getpid():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    owners[link[8:-1]] = int(pid)
+        except OSError:  # the process ended meanwhile, or is not ours to look at
+            continue
+    return owners
+
+
+def ready(url: str, queue: str) -> int:
+    with pika_channel(url) as ch:
+        return int(ch.queue_declare(queue, passive=True).method.message_count)
+
+
 def test_task_killed_mid_batch_is_retried_and_every_row_arrives_with_its_id(
     amqp_spark: SparkSession, broker_url: str, tmp_path: Path
 ) -> None:
-    rows, kill_at = 1000, 900
+    rows = 4000
     queue = bound_queue(broker_url, "")
     source = tmp_path / "in"
     source.mkdir()
     (source / "a.json").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(rows)))
-    marker = str(tmp_path / "killed")
-
-    @F.udf("string")
-    def body_or_die(n: int) -> str:
-        if n == kill_at and not os.path.exists(marker):
-            open(marker, "w").close()
-            os._exit(1)  # the Python worker dies mid-partition, once
-        return f"row-{n}"
-
     df = amqp_spark.readStream.schema("n long").json(str(source))
-    stream = df.select(body_or_die("n").alias("body")).writeStream.format("amqp")
-    stream = stream.option("uri", broker_url).option("routingKey", queue)
+    stream = df.select(F.format_string("row-%d", "n").alias("body")).writeStream.format("amqp")
+    # Two confirms in flight: slow enough to kill the task half-way.
+    stream = stream.option("uri", broker_url).option("routingKey", queue).option("maxInFlight", 8)
     stream = stream.option("checkpointLocation", str(tmp_path / "ck"))
+    port = int(broker_url.rsplit(":", 1)[1].split("/")[0])
+    idle = broker_connections(port)  # cached connections of idle Python workers
 
-    amqp_spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "50")
-    try:
-        failed = stream.trigger(availableNow=True).start()
-        with pytest.raises(StreamingQueryException):
-            failed.awaitTermination(180)
-        assert os.path.exists(marker)
-        before_retry = drain(broker_url, queue)
-        retried = stream.trigger(availableNow=True).start()  # same checkpoint: batch 0 again
-        assert retried.awaitTermination(180)
-        assert retried.id == failed.id
-    finally:
-        amqp_spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    failed = stream.trigger(availableNow=True).start()
+    deadline = time.monotonic() + 120
+    while ready(broker_url, queue) < rows // 10 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    writers = {pid for inode, pid in broker_connections(port).items() if inode not in idle}
+    assert len(writers) == 1, f"expected one publishing Python worker, found {writers}"
+    os.kill(writers.pop(), signal.SIGKILL)
+    with pytest.raises(StreamingQueryException, match="Python worker exited unexpectedly"):
+        failed.awaitTermination(180)
+    before_retry = drain(broker_url, queue)
+
+    retried = stream.trigger(availableNow=True).start()  # same checkpoint: batch 0 again
+    assert retried.awaitTermination(180)
+    assert retried.id == failed.id
     after_retry = drain(broker_url, queue)
 
-    assert 0 < len(before_retry) < kill_at  # the first attempt stopped mid-partition
+    assert 0 < len(before_retry) < rows  # the first attempt was killed mid-partition
     expected = {f"{failed.id}:0:0:{i}": f"row-{i}".encode() for i in range(rows)}
     assert {m.properties.message_id: m.body for m in after_retry} == expected
     for m in before_retry:  # duplicates carry the id (and body) of the retried row
@@ -335,13 +361,19 @@ def test_blocked_broker_slows_the_writer_without_failing_or_losing_rows(
         stop = threading.Event()
 
         def consumer() -> None:
+            """A slow consumer (manual acks, small prefetch), so that the queue fills up."""
             with pika_channel(broker.url) as ch:
-                ch.basic_qos(prefetch_count=100)
-                ch.basic_consume(queue, lambda c, m, p, b: consumed.append(b), auto_ack=True)
+                ch.basic_qos(prefetch_count=20)
+
+                def on_message(c: Any, method: Any, _: Any, body: bytes) -> None:
+                    consumed.append(body)
+                    time.sleep(0.002)
+                    c.basic_ack(method.delivery_tag)
+
+                ch.basic_consume(queue, on_message)
                 deadline = time.monotonic() + 120
                 while not stop.is_set() and len(consumed) < rows and time.monotonic() < deadline:
                     ch.connection.process_data_events(time_limit=0.1)
-                    time.sleep(0.01)  # a slow consumer, so that the queue fills up
 
         thread = threading.Thread(target=consumer, daemon=True)
         thread.start()
