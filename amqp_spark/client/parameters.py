@@ -22,6 +22,8 @@ DEFAULT_FRAME_MAX = 131072
 DEFAULT_CHANNEL_MAX = 2047
 DEFAULT_CONNECTION_TIMEOUT = 10.0
 MECHANISMS = ("PLAIN", "AMQPLAIN")
+#: Only on request (``auth_mechanism=external``): the TLS client certificate is the identity.
+EXTERNAL = "EXTERNAL"
 
 _INT_PARAMS = ("heartbeat", "frame_max", "channel_max", "connection_timeout")
 _TLS_PARAMS = ("cacertfile", "certfile", "keyfile", "verify", "server_name_indication")
@@ -95,6 +97,11 @@ def parse_url(url: str, *, ssl_context: ssl.SSLContext | None = None) -> Connect
     )
     if scheme == "amqp" and ssl_context is not None:
         raise ValueError("ssl_context was given for an amqp:// URL: use amqps://")
+    if scheme == "amqp" and params.mechanisms == (EXTERNAL,):
+        raise ValueError(
+            "auth_mechanism=external authenticates with the TLS client certificate: use "
+            f"amqps:// with certfile and keyfile, or one of {MECHANISMS} over amqp://"
+        )
     if params.connection_timeout <= 0:
         raise ValueError("connection_timeout must be a positive number of milliseconds")
     if params.frame_max and params.frame_max < frames.FRAME_MIN_SIZE:
@@ -131,8 +138,9 @@ def _query(query: str, scheme: str) -> dict[str, Any]:
 def _mechanisms(auth_mechanism: str | None) -> tuple[str, ...]:
     if auth_mechanism is None:
         return MECHANISMS
-    if auth_mechanism.upper() not in MECHANISMS:
-        raise ValueError(f"auth_mechanism={auth_mechanism!r}: supported are {MECHANISMS}")
+    accepted = (*MECHANISMS, EXTERNAL)
+    if auth_mechanism.upper() not in accepted:
+        raise ValueError(f"auth_mechanism={auth_mechanism!r}: supported are {accepted}")
     return (auth_mechanism.upper(),)
 
 

@@ -1,4 +1,5 @@
-"""The SASL mechanisms the client authenticates with: PLAIN and RabbitMQ's AMQPLAIN."""
+"""The SASL mechanisms the client authenticates with: PLAIN, RabbitMQ's AMQPLAIN, and
+EXTERNAL (the TLS client certificate names the user; the response is empty)."""
 
 from __future__ import annotations
 
@@ -21,4 +22,6 @@ def response(mechanism: str, username: str, password: str) -> bytes:
         return b"\0" + username.encode() + b"\0" + password.encode()
     if mechanism == "AMQPLAIN":
         return values.encode_table({"LOGIN": username, "PASSWORD": password})[4:]
+    if mechanism == "EXTERNAL":
+        return b""
     raise ValueError(f"unsupported SASL mechanism {mechanism!r}")

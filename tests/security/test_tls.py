@@ -11,7 +11,7 @@ import pytest
 from pika.credentials import ExternalCredentials
 from pika.exceptions import AMQPConnectionError as PikaConnectionError
 
-from amqp_spark.client import AMQPConnectionError, connect
+from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
 from broker import Broker
 
 from .certs import CertificateAuthority, Issued
@@ -81,6 +81,20 @@ def test_external_logs_in_the_certificates_common_name(
 ) -> None:
     params = _pika_params(tls_broker, ca.cert, client_cert, credentials=ExternalCredentials())
     assert _round_trip_pika(params) == b"over tls"
+
+
+def test_connector_logs_in_with_external_and_its_client_certificate(
+    tls_broker: Broker, ca: CertificateAuthority, client_cert: Issued
+) -> None:
+    url = _connector_url(tls_broker, ca, client_cert).replace("guest:guest@", "")
+    assert _round_trip_connector(url + "&auth_mechanism=external") == b"over tls"
+
+
+def test_connector_with_external_but_no_client_certificate_is_refused(
+    tls_broker: Broker, ca: CertificateAuthority
+) -> None:
+    with pytest.raises(ConnectionClosed):
+        _round_trip_connector(_connector_url(tls_broker, ca) + "&auth_mechanism=external")
 
 
 def test_external_without_a_client_certificate_is_refused(
