@@ -319,7 +319,9 @@ def test_task_killed_mid_batch_is_retried_and_every_row_arrives_with_its_id(
     df = amqp_spark.readStream.schema("n long").json(str(source))
     stream = df.select(F.format_string("row-%d", "n").alias("body")).writeStream.format("amqp")
     # Two confirms in flight: slow enough to kill the task half-way.
-    stream = stream.option("uri", broker_url).option("routingKey", queue).option("maxInFlight", 8)
+    # A URI that no idle Python worker has a cached connection for: the task opens its own.
+    uri = f"{broker_url}?connection_timeout=10001"
+    stream = stream.option("uri", uri).option("routingKey", queue).option("maxInFlight", 8)
     stream = stream.option("checkpointLocation", str(tmp_path / "ck"))
     port = int(broker_url.rsplit(":", 1)[1].split("/")[0])
     idle = broker_connections(port)  # cached connections of idle Python workers
