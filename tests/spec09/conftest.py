@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -52,3 +53,18 @@ def broker_with() -> Iterator[Callable[..., Broker]]:
     yield start
     for broker in started:
         broker.stop()
+
+
+@pytest.fixture
+def restarted(broker_with: Callable[..., Broker], tmp_path: Path) -> Callable[[], Broker]:
+    """Each call stops the broker the previous call started and starts a new one on the same
+    data directory (the first call just starts one)."""
+    brokers: list[Broker] = []
+
+    def restart() -> Broker:
+        if brokers:
+            brokers[-1].stop()
+        brokers.append(broker_with(data_dir=str(tmp_path)))
+        return brokers[-1]
+
+    return restart

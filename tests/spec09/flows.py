@@ -57,6 +57,16 @@ def receive_file(peer: Peer, channel: int, staged_size: int = 0) -> tuple[Any, b
     return deliver, stage.body
 
 
+def reject_a_file(peer: Peer, queue: str, requeue: bool) -> Any:
+    """Publish a file to ``queue``, consume it on channel 1 and reject it; the deliver."""
+    declare_queue(peer, 1, queue)
+    publish_file(peer, 1, queue, b"file body", f"rej-{queue}")
+    peer.call(1, "file.consume", queue=queue, consumer_tag="files")
+    deliver, _ = receive_file(peer, 1)
+    peer.send(1, "file.reject", delivery_tag=deliver.delivery_tag, requeue=requeue)
+    return deliver
+
+
 def transfer(peer: Peer, channel: int, routing_key: str, body: bytes, **fields: Any) -> Any:
     from amqp_spark.protocol.values import Content
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from .flows import declare_queue, get_body, publish_file, receive_file
+from .flows import declare_queue, get_body, receive_file, reject_a_file
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -164,11 +164,7 @@ def test_a_requeued_reject_in_a_transaction_follows_the_same_rule(
 
 @rule("file.reject.requeue:01", "file.reject:01")
 def test_a_requeued_file_reject_is_not_given_back_to_its_channel(peer: Peer, name: str) -> None:
-    declare_queue(peer, 1, name)
-    publish_file(peer, 1, name, b"file body", f"rej-{name}")
-    peer.call(1, "file.consume", queue=name, consumer_tag="files")
-    deliver, _ = receive_file(peer, 1)
-    peer.send(1, "file.reject", delivery_tag=deliver.delivery_tag, requeue=True)
+    reject_a_file(peer, name, requeue=True)
     peer.nothing(1, "file.open")
     peer.call(1, "channel.close", reply_code=200, reply_text="", class_id=0, method_id=0)
     peer.open_channel(2)

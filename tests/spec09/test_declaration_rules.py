@@ -179,17 +179,14 @@ def test_deleting_a_missing_queue_is_404(peer: Peer, name: str) -> None:
     "exchange.declare.durable:sticky",
 )
 def test_durable_queues_exchanges_and_bindings_survive_a_restart(
-    broker_with: Callable[..., Broker], tmp_path: object
+    restarted: Callable[[], Broker],
 ) -> None:
-    broker = broker_with(data_dir=str(tmp_path))
-    with connect(broker.url, spec=SPEC_0_9) as conn:
+    with connect(restarted().url, spec=SPEC_0_9) as conn:
         ch = conn.channel()
         ch.exchange_declare("durable-ex", "direct", durable=True)
         ch.queue_declare("durable-q", durable=True)
         ch.queue_bind("durable-q", "durable-ex", "k")
-    broker.stop()
-    restarted = broker_with(data_dir=str(tmp_path))
-    with connect(restarted.url, spec=SPEC_0_9) as conn:
+    with connect(restarted().url, spec=SPEC_0_9) as conn:
         ch = conn.channel()
         ch.queue_declare("durable-q", passive=True)
         ch.basic_publish("durable-ex", "k", b"routed after restart")

@@ -7,7 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
-from .flows import declare_queue, publish_file, receive_file, stage_file
+from broker import Broker
+
+from .flows import declare_queue, publish_file, receive_file, reject_a_file, stage_file
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -114,11 +116,7 @@ def test_acking_an_unknown_delivery_tag_is_a_channel_error(peer: Peer, name: str
 
 @rule("file.reject:02")
 def test_a_rejected_file_without_requeue_is_discarded(peer: Peer, name: str) -> None:
-    declare_queue(peer, 1, name)
-    publish_file(peer, 1, name, b"x", f"rej-{name}")
-    peer.call(1, "file.consume", queue=name, consumer_tag="c")
-    deliver, _ = receive_file(peer, 1)
-    peer.send(1, "file.reject", delivery_tag=deliver.delivery_tag, requeue=False)
+    reject_a_file(peer, name, requeue=False)
     peer.nothing(1, "file.open")
 
 
@@ -167,3 +165,47 @@ def test_an_unroutable_mandatory_file_is_returned(peer: Peer, name: str) -> None
     )
     returned = peer.expect(1, "file.return")
     assert (returned.method.reply_code, returned.body) == (312, b"back")
+
+
+@rule("file:01")
+def test_file_messages_of_a_durable_queue_survive_a_restart_until_acked(
+    restarted: Callable[[], Broker], name: str
+) -> None:
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    declare_queue(peer, 1, name, durable=True)
+    publish_file(peer, 1, name, b"kept on disk", f"durable-{name}", properties={"priority": 3})
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
+    peer.close()
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
+    peer.call(1, "file.consume", queue=name)
+    deliver, body = receive_file(peer, 1)
+    assert (body, deliver.redelivered, deliver.identifier) == (
+        b"kept on disk",
+        True,
+        f"durable-{name}",
+    )
+    peer.send(1, "file.ack", delivery_tag=deliver.delivery_tag)
+    peer.close()
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
+    peer.close()
+
+
+def test_a_deleted_durable_queue_leaves_no_file_message_to_its_successor(
+    restarted: Callable[[], Broker], name: str
+) -> None:
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    declare_queue(peer, 1, name, durable=True)
+    publish_file(peer, 1, name, b"gone with its queue", f"deleted-{name}")
+    assert peer.call(1, "queue.delete", queue=name).message_count == 1
+    declare_queue(peer, 1, name, durable=True)
+    peer.close()
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
+    peer.close()

@@ -87,19 +87,16 @@ def test_an_unroutable_mandatory_basic_message_is_returned(peer: Peer, name: str
 
 @rule("basic:01")
 def test_a_persistent_basic_message_survives_a_restart(
-    broker_with: Callable[..., Broker], tmp_path: object
+    restarted: Callable[[], Broker],
 ) -> None:
-    broker = broker_with(data_dir=str(tmp_path))
-    with connect(broker.url, spec=SPEC_0_9) as conn:
+    with connect(restarted().url, spec=SPEC_0_9) as conn:
         ch = conn.channel()
         ch.queue_declare("kept", durable=True)
         ch.basic_publish("", "kept", b"persistent", {"delivery_mode": 2})
         ch.basic_publish("", "kept", b"transient", {"delivery_mode": 1})
         ch.tx_select()
         ch.tx_commit()  # commit-ok comes once the store has synced
-    broker.stop()
-    restarted = broker_with(data_dir=str(tmp_path))
-    with connect(restarted.url, spec=SPEC_0_9) as conn:
+    with connect(restarted().url, spec=SPEC_0_9) as conn:
         ch = conn.channel()
         delivery = ch.basic_get("kept", no_ack=True)
         assert delivery is not None and delivery.body == b"persistent"

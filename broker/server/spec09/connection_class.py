@@ -39,9 +39,10 @@ def speaks_0_9(conn: AMQPConnection) -> bool:
     return conn.spec.version < (0, 9, 1)
 
 
-def add_host(conn: AMQPConnection, server_properties: dict[str, Any]) -> None:
+def add_host(conn: AMQPConnection, start: Any) -> None:
+    """Add "host" to connection.start's server-properties."""
     if speaks_0_9(conn):
-        server_properties["host"] = socket.gethostname()
+        start.server_properties["host"] = socket.gethostname()
 
 
 def redirected(conn: AMQPConnection, m: Any) -> bool:

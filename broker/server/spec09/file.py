@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from amqp_spark.protocol import errors
 
 from . import consumers, rejects, staging
-from .lanes import ClassMessage
+from .class_message import ClassMessage
 from .publishing import publish
 from .state import OutgoingFile, state_of
 

@@ -11,83 +11,50 @@ traffic never sees the lanes.
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
-from ...model.message import Message
 from ...model.queues import Queue
+from . import file_store
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
 _LANE_ARGUMENTS = {"x-max-priority": 9}
 _lanes: weakref.WeakKeyDictionary[Queue, dict[str, Queue]] = weakref.WeakKeyDictionary()
 
 
-def lane(queue: Queue, content_class: str) -> Queue:
-    """The lane holding ``content_class`` messages of ``queue`` (created on first use)."""
+def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
+    """The lane holding ``content_class`` messages of ``queue`` (created on first use). The
+    file lane of a durable queue keeps its messages under ``data_dir`` (see file_store)."""
     by_class = _lanes.setdefault(queue, {})
     found = by_class.get(content_class)
     if found is None:
-        found = Queue(queue.vhost, queue.name, arguments=_LANE_ARGUMENTS)
+        if content_class == "file" and data_dir and queue.queue_id:
+            where = file_store.directory(data_dir, queue)
+            found = file_store.DurableFileLane(queue.vhost, queue.name, _LANE_ARGUMENTS, where)
+        else:
+            found = Queue(queue.vhost, queue.name, arguments=_LANE_ARGUMENTS)
         by_class[content_class] = found
     return found
 
 
-def lanes_of(queue: Queue) -> list[Queue]:
-    """The lanes ``queue`` has so far (for message counts and purges)."""
+def lanes_of(queue: Queue, data_dir: str | None) -> list[Queue]:
+    """The lanes ``queue`` has so far (for message counts and purges), its stored file
+    messages loaded."""
+    if data_dir and queue.queue_id and file_store.directory(data_dir, queue).is_dir():
+        lane(queue, "file", data_dir)
     return list(_lanes.get(queue, {}).values())
 
 
-def drop_lanes(queue: Queue) -> None:
-    """``queue`` was deleted: its lanes go, and their consumers with them."""
+def drop_lanes(queue: Queue, data_dir: str | None) -> None:
+    """``queue`` was deleted: its lanes go, and their consumers and stored files with them."""
     for gone in _lanes.pop(queue, {}).values():
         for consumer in gone.destroy():
             consumer.sink.consumer_cancelled(consumer)
+    file_store.discard(data_dir, queue)
 
 
-def lane_totals(queue: Queue) -> tuple[int, int]:
+def lane_totals(queue: Queue, data_dir: str | None) -> tuple[int, int]:
     """Messages and consumers of ``queue`` over every content class."""
-    lanes = lanes_of(queue)
+    lanes = lanes_of(queue, data_dir)
     return (
         queue.message_count + sum(q.message_count for q in lanes),
         len(queue.consumers) + sum(len(q.consumers) for q in lanes),
     )
-
-
-class ClassMessage(Message):
-    """A message of the file, stream or message class.
-
-    ``properties`` is the class's generated properties object (file, stream) or, for the
-    message class, the dict of message.transfer's header fields. ``Message.__init__`` reads
-    basic properties, so the shared attributes are filled here.
-    """
-
-    def __init__(
-        self,
-        content_class: str,
-        exchange: str,
-        routing_key: str,
-        properties: Any,
-        body: bytes,
-        *,
-        priority: int | None = None,
-        identifier: str = "",
-    ) -> None:
-        self.content_class = content_class
-        self.exchange = exchange
-        self.routing_key = routing_key
-        self.properties = properties
-        self.body = body
-        self.identifier = identifier
-        self._header = None
-        self._envelope = None
-        self.priority = priority if isinstance(priority, int) else 0
-        self.ttl = None
-        self.msg_id = 0  #: never journaled: lanes are transient
-
-    @property
-    def persistent(self) -> bool:
-        return False
-
-    @property
-    def headers(self) -> dict[str, Any]:
-        headers = getattr(self.properties, "headers", None)
-        return headers if isinstance(headers, dict) else {}

@@ -21,7 +21,8 @@ from amqp_spark.protocol.values import Content
 
 from . import consumers, staging
 from .channel_extras import requeue_unacked, require_not_transacted
-from .lanes import ClassMessage, lane
+from .class_message import ClassMessage
+from .lanes import lane
 from .publishing import publish
 from .state import HeldTransfer, state_of
 
@@ -113,7 +114,7 @@ def _cancel(ch: ServerChannel, m: Any) -> None:
 
 
 def _get(ch: ServerChannel, m: Any) -> None:
-    queue = lane(consumers.named_queue(ch, m.queue), "message")
+    queue = lane(consumers.named_queue(ch, m.queue), "message", None)
     entry = queue.get()
     if entry is None:
         ch.send(ch.conn.spec.method("message.empty")())

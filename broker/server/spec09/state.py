@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ...model.queues import Consumer, Queue
     from ..channel import ServerChannel
     from .access import Ticket
-    from .lanes import ClassMessage
+    from .class_message import ClassMessage
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import consumers
-from .lanes import ClassMessage
+from .class_message import ClassMessage
 from .publishing import publish
 from .state import state_of
 
