@@ -419,7 +419,7 @@ class AMQPConnection(asyncio.Protocol):
             mechanisms=" ".join(offered_mechanisms(self._peer_common_name)).encode(),
             locales=b"en_US",
         )
-        spec09_connection.add_host(self, start.server_properties)
+        spec09_connection.add_host(self, start)
         self.send_method(0, start)
 
     def _start_ok(self, m: Any) -> None:
