@@ -95,6 +95,7 @@ class PartitionPublisher:
             # idle timeout) without the worker noticing yet: one fresh attempt.
             drop_connection(self.settings.uri)
             channel = connection_for(self.settings.uri).channel()
+        channel.timeout = CONFIRM_TIMEOUT_SECONDS  # also bounds the wait for room to publish
         if self.settings.confirm:
             channel.confirm_select()
             channel.max_in_flight = self.settings.max_in_flight

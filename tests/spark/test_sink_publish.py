@@ -200,6 +200,17 @@ def test_rows_go_to_their_own_exchange_and_routing_key(
     assert bodies(q_default, 1) == [b"4"]
 
 
+def test_without_confirms_rows_still_arrive_transient_when_asked(
+    amqp_spark: SparkSession, broker_url: str
+) -> None:
+    queue = bound_queue(broker_url, "")
+    df = amqp_spark.range(200).select(F.format_string("n%d", "id").alias("body"))
+    write(df, broker_url, routingKey=queue, confirm="false", deliveryMode="transient")
+    received = consume(broker_url, queue, 200)
+    assert sorted(m.body for m in received) == sorted(f"n{i}".encode() for i in range(200))
+    assert {m.properties.delivery_mode for m in received} == {1}
+
+
 def test_unroutable_mandatory_message_fails_the_write(
     amqp_spark: SparkSession, broker_url: str
 ) -> None:
