@@ -1,8 +1,8 @@
 """The batch reader: ``spark.read.format("amqp")``.
 
-* Stream queues: one range per queue from ``startingOffsets`` (default ``first`` in a batch
-  read... see ``BATCH_DEFAULT_START``) to ``endingOffsets``, read by executors like a
-  streaming batch: reading twice returns the same rows.
+* Stream queues: ranges per queue from ``startingOffsets`` (``first`` unless given: a batch
+  read reads what is there) to ``endingOffsets``, read by executors like a streaming
+  batch: reading twice returns the same rows.
 * Classic queues: each queue is drained by one task, up to the number of messages the queue
   held at planning (and at most ``maxMessagesPerTrigger``). What was read is then either
   requeued (``ackBatchReads=false``, the default: the read is a non-destructive peek, the
@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -28,6 +29,8 @@ from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_r
 
 class AMQPBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
+        if "startingOffsets" not in options.given:
+            options = dataclasses.replace(options, starting_offsets="first")
         self.options = options
 
     def partitions(self) -> list[InputPartition]:

@@ -104,3 +104,13 @@ def test_batch_read_of_an_offset_range_is_repeatable(
     second = sorted((r.offset, r.body) for r in reader.load().collect())
 
     assert first == second == [(i, bodies(12)[i]) for i in range(3, 9)]
+
+
+def test_batch_read_without_offsets_reads_the_whole_stream(
+    broker: Broker, amqp_spark: SparkSession, stream_queue: str
+) -> None:
+    broker.publish(stream_queue, bodies(7))
+
+    df = amqp_spark.read.format("amqp").options(**stream_options(broker, stream_queue)).load()
+
+    assert sorted((r.offset, r.body) for r in df.collect()) == list(enumerate(bodies(7)))
