@@ -1,0 +1,32 @@
+"""``format("amqp")`` is found without ``register()`` after ``pip install``, and importing
+the package stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pkgutil import iter_modules
+
+from pyspark.sql.datasource import DataSource
+
+
+def test_spark_lookup_finds_pyspark_amqp_default_source() -> None:
+    # What pyspark.sql.worker.lookup_data_sources does at session start. An editable install
+    # through an import hook (setuptools' default "strict"/finder mode) is invisible to it:
+    # install with `pip install -e . --config-settings editable_mode=compat`.
+    assert "pyspark_amqp" in {m.name for m in iter_modules()}
+    import pyspark_amqp
+
+    assert issubclass(pyspark_amqp.DefaultSource, DataSource)
+    assert pyspark_amqp.DefaultSource.name() == "amqp"
+
+
+def test_importing_amqp_spark_does_not_import_pyspark() -> None:
+    code = (
+        "import sys, amqp_spark, amqp_spark.offsets, amqp_spark.schema;"
+        "assert 'pyspark' not in sys.modules, 'pyspark imported';"
+        "print(amqp_spark.AMQPDataSource.name())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "amqp"
