@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from amqp_spark.protocol.values import Content
+from broker import Broker
 
 from .flows import declare_queue, receive_transfer, transfer
 from .peer import Peer
@@ -229,3 +230,31 @@ def test_resume_of_an_unknown_checkpoint_starts_at_zero(peer: Peer, name: str) -
     peer.call(1, "message.close", reference=b"new")
     peer.send(1, "message.get", queue=name, destination="g", no_ack=True)
     assert receive_transfer(peer, 1).body == Content(b"whole body")
+
+
+@rule("message:01")
+def test_persistent_messages_of_a_durable_queue_survive_a_restart(
+    restarted: Callable[[], Broker], name: str
+) -> None:
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    declare_queue(peer, 1, name, durable=True)
+    transfer(peer, 1, name, b"persistent", delivery_mode=2, priority=4, message_id="m1")
+    transfer(peer, 1, name, b"transient", delivery_mode=1)
+    peer.close()
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
+    peer.send(1, "message.get", queue=name, destination="g")
+    kept = receive_transfer(peer, 1)
+    assert (kept.body, kept.redelivered, kept.message_id, kept.priority) == (
+        Content(b"persistent"),
+        True,
+        "m1",
+        4,
+    )
+    peer.close()
+    peer = Peer(restarted().url)
+    peer.open_channel(1)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
+    peer.close()

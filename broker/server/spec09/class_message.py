@@ -36,7 +36,7 @@ class ClassMessage(Message):
         self._envelope = None
         self.priority = priority if isinstance(priority, int) else 0
         self.ttl = None
-        self.msg_id = 0  #: not in the journal of basic messages (see file_store)
+        self.msg_id = 0  #: not in the journal of basic messages (see durable_lanes)
 
     @property
     def persistent(self) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 
 from ...model.queues import Queue
-from . import file_store
+from . import durable_lanes
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
 _LANE_ARGUMENTS = {"x-max-priority": 9}
@@ -22,13 +22,14 @@ _lanes: weakref.WeakKeyDictionary[Queue, dict[str, Queue]] = weakref.WeakKeyDict
 
 def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
     """The lane holding ``content_class`` messages of ``queue`` (created on first use). The
-    file lane of a durable queue keeps its messages under ``data_dir`` (see file_store)."""
+    file and message lanes of a durable queue keep messages under ``data_dir`` (see
+    durable_lanes)."""
     by_class = _lanes.setdefault(queue, {})
     found = by_class.get(content_class)
     if found is None:
-        if content_class == "file" and data_dir and queue.queue_id:
-            where = file_store.directory(data_dir, queue)
-            found = file_store.DurableFileLane(queue.vhost, queue.name, _LANE_ARGUMENTS, where)
+        if content_class in durable_lanes.CLASSES and data_dir and queue.queue_id:
+            where = durable_lanes.directory(data_dir, content_class, queue)
+            found = durable_lanes.DurableLane(queue.vhost, queue.name, _LANE_ARGUMENTS, where)
         else:
             found = Queue(queue.vhost, queue.name, arguments=_LANE_ARGUMENTS)
         by_class[content_class] = found
@@ -36,10 +37,12 @@ def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
 
 
 def lanes_of(queue: Queue, data_dir: str | None) -> list[Queue]:
-    """The lanes ``queue`` has so far (for message counts and purges), its stored file
-    messages loaded."""
-    if data_dir and queue.queue_id and file_store.directory(data_dir, queue).is_dir():
-        lane(queue, "file", data_dir)
+    """The lanes ``queue`` has so far (for message counts and purges), with the messages
+    stored before a restart loaded."""
+    if data_dir and queue.queue_id:
+        for content_class in durable_lanes.CLASSES:
+            if durable_lanes.directory(data_dir, content_class, queue).is_dir():
+                lane(queue, content_class, data_dir)
     return list(_lanes.get(queue, {}).values())
 
 
@@ -48,7 +51,7 @@ def drop_lanes(queue: Queue, data_dir: str | None) -> None:
     for gone in _lanes.pop(queue, {}).values():
         for consumer in gone.destroy():
             consumer.sink.consumer_cancelled(consumer)
-    file_store.discard(data_dir, queue)
+    durable_lanes.discard(data_dir, queue)
 
 
 def lane_totals(queue: Queue, data_dir: str | None) -> tuple[int, int]:

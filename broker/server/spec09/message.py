@@ -114,7 +114,7 @@ def _cancel(ch: ServerChannel, m: Any) -> None:
 
 
 def _get(ch: ServerChannel, m: Any) -> None:
-    queue = lane(consumers.named_queue(ch, m.queue), "message", None)
+    queue = lane(consumers.named_queue(ch, m.queue), "message", consumers.data_dir_of(ch))
     entry = queue.get()
     if entry is None:
         ch.send(ch.conn.spec.method("message.empty")())
