@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from broker import Broker
+
 from .flows import declare_queue
 from .peer import Peer
 
@@ -118,3 +120,46 @@ def test_ticket_zero_is_the_implicit_data_ticket_of_clients_without_access_reque
     peer: Peer, name: str
 ) -> None:
     assert peer.call(1, "queue.declare", ticket=0, queue=name).queue == name
+
+
+@pytest.mark.parametrize(
+    ("method", "fields"),
+    [
+        ("file.consume", {"queue": "app-q"}),
+        ("stream.consume", {"queue": "app-q"}),
+        ("message.consume", {"queue": "app-q", "destination": "d"}),
+        ("message.get", {"queue": "app-q", "destination": "d"}),
+        ("message.transfer", {"destination": "amq.fanout", "routing_key": "k"}),
+        ("file.publish", {"exchange": "amq.fanout", "identifier": "none"}),
+    ],
+)
+def test_the_0_9_classes_obey_the_users_read_and_write_permissions(
+    broker_with: Callable[..., Broker], method: str, fields: dict[str, str]
+) -> None:
+    """Beyond tickets, every consume, get and publish of the file, stream and message
+    classes needs the user's read (queue) or write (exchange) permission, as basic's do."""
+    permissions = {"configure": "^app-", "write": "^app-|^amq\\.default$", "read": "^nothing$"}
+    broker = broker_with(users={"guest": {"password": "guest", "permissions": {"/": permissions}}})
+    peer = Peer(broker.url)
+    try:
+        peer.open_channel(1)
+        declare_queue(peer, 1, "app-q")
+        peer.send(1, method, **fields)
+        assert peer.channel_error(1) == 403
+    finally:
+        peer.close()
+
+
+def test_stream_publish_needs_write_permission_on_its_exchange(
+    broker_with: Callable[..., Broker],
+) -> None:
+    broker = broker_with(
+        users={"guest": {"password": "guest", "permissions": {"/": {"write": "^app-"}}}}
+    )
+    peer = Peer(broker.url)
+    try:
+        peer.open_channel(1)
+        peer.send_content(1, "stream.publish", b"x", exchange="amq.fanout", routing_key="k")
+        assert peer.channel_error(1) == 403
+    finally:
+        peer.close()
