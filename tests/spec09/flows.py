@@ -7,6 +7,13 @@ from typing import Any
 from .peer import Peer
 
 
+def peer_on(url: str) -> Peer:
+    """A new 0-9 peer with channel 1 open."""
+    peer = Peer(url)
+    peer.open_channel(1)
+    return peer
+
+
 def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:
     return str(peer.call(channel, "queue.declare", queue=queue, **fields).queue)
 

@@ -9,7 +9,7 @@ import pytest
 
 from broker import Broker
 
-from .flows import declare_queue, publish_file, receive_file, reject_a_file, stage_file
+from .flows import declare_queue, peer_on, publish_file, receive_file, reject_a_file, stage_file
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -171,14 +171,12 @@ def test_an_unroutable_mandatory_file_is_returned(peer: Peer, name: str) -> None
 def test_file_messages_of_a_durable_queue_survive_a_restart_until_acked(
     restarted: Callable[[], Broker], name: str
 ) -> None:
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     declare_queue(peer, 1, name, durable=True)
     publish_file(peer, 1, name, b"kept on disk", f"durable-{name}", properties={"priority": 3})
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
     peer.close()
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
     peer.call(1, "file.consume", queue=name)
     deliver, body = receive_file(peer, 1)
@@ -189,8 +187,7 @@ def test_file_messages_of_a_durable_queue_survive_a_restart_until_acked(
     )
     peer.send(1, "file.ack", delivery_tag=deliver.delivery_tag)
     peer.close()
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
     peer.close()
 
@@ -198,14 +195,12 @@ def test_file_messages_of_a_durable_queue_survive_a_restart_until_acked(
 def test_a_deleted_durable_queue_leaves_no_file_message_to_its_successor(
     restarted: Callable[[], Broker], name: str
 ) -> None:
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     declare_queue(peer, 1, name, durable=True)
     publish_file(peer, 1, name, b"gone with its queue", f"deleted-{name}")
     assert peer.call(1, "queue.delete", queue=name).message_count == 1
     declare_queue(peer, 1, name, durable=True)
     peer.close()
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
     peer.close()

@@ -9,7 +9,7 @@ import pytest
 from amqp_spark.protocol.values import Content
 from broker import Broker
 
-from .flows import declare_queue, receive_transfer, transfer
+from .flows import declare_queue, peer_on, receive_transfer, transfer
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -236,14 +236,12 @@ def test_resume_of_an_unknown_checkpoint_starts_at_zero(peer: Peer, name: str) -
 def test_persistent_messages_of_a_durable_queue_survive_a_restart(
     restarted: Callable[[], Broker], name: str
 ) -> None:
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     declare_queue(peer, 1, name, durable=True)
     transfer(peer, 1, name, b"persistent", delivery_mode=2, priority=4, message_id="m1")
     transfer(peer, 1, name, b"transient", delivery_mode=1)
     peer.close()
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
     peer.send(1, "message.get", queue=name, destination="g")
     kept = receive_transfer(peer, 1)
@@ -254,7 +252,6 @@ def test_persistent_messages_of_a_durable_queue_survive_a_restart(
         4,
     )
     peer.close()
-    peer = Peer(restarted().url)
-    peer.open_channel(1)
+    peer = peer_on(restarted().url)
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
     peer.close()
