@@ -129,9 +129,10 @@ class BrokerServer:
     def _check_disk(self) -> None:
         assert self.disk is not None
         alarm = self.disk.check()
-        if alarm != self.disk_alarm:
+        changed = (alarm is None) != (self.disk_alarm is None)
+        self.disk_alarm = alarm
+        if changed:
             log.warning("disk alarm %s", f"set: {alarm}" if alarm else "cleared")
-            self.disk_alarm = alarm
             self._blocking_changed()
         self._disk_timer = self.loop.call_later(DISK_CHECK_INTERVAL, self._check_disk)
 

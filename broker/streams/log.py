@@ -93,10 +93,14 @@ def _chunk_crc(header_without_crc: bytes, data: bytes) -> int:
     return zlib.crc32(data, zlib.crc32(header_without_crc))
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, position: int = 0) -> None:
+    """Write all of ``data`` at ``position`` (not at the file offset: a segment reopened by
+    recovery has its offset at 0)."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        written = os.pwrite(fd, view, position)
+        view = view[written:]
+        position += written
 
 
 def _check_file_header(path: Path, header: bytes, magic: bytes) -> None:
@@ -256,7 +260,7 @@ class _Segment:
         data = _encode_records(payloads)
         head = _CHUNK_HEADER.pack(first, timestamp, len(payloads), len(data), 0)
         crc = _chunk_crc(head[:_CHUNK_CRC_AT], data)
-        _write_all(self.fd, head[:_CHUNK_CRC_AT] + crc.to_bytes(4, "big") + data)
+        _write_all(self.fd, head[:_CHUNK_CRC_AT] + crc.to_bytes(4, "big") + data, self.size)
         self.offsets.append(first)
         self.positions.append(self.size)
         self.timestamps.append(timestamp)

@@ -66,6 +66,15 @@ def test_reopen_keeps_the_log(tmp_path: Path) -> None:
         assert log.append([b"more"]) == 300
 
 
+def test_appends_after_reopen_go_after_the_existing_chunks(tmp_path: Path) -> None:
+    with SegmentedLog(tmp_path) as log:
+        log.append([b"a", b"b"])
+    with SegmentedLog(tmp_path) as log:
+        log.append([b"c"])
+    with SegmentedLog(tmp_path) as log:
+        assert [r.payload for r in log.read(0, max_records=10)] == [b"a", b"b", b"c"]
+
+
 def test_retention_by_bytes_drops_whole_old_segments(tmp_path: Path) -> None:
     with SegmentedLog(tmp_path, max_segment_bytes=5000, max_bytes=12_000) as log:
         fill(log, 60)
