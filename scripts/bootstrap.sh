@@ -28,15 +28,16 @@ if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
 fi
 
-# Reinstall only when what pip would be told changed, or a top-level package appeared (an
-# editable install maps the top-level packages present when it ran).
+# The editable install is in setuptools' "compat" mode: a path entry for the checkout
+# rather than an import hook, because Spark finds `pyspark_amqp` (and so format("amqp")
+# without register()) by scanning sys.path for pyspark_* modules, which an import hook hides.
+# Reinstall only when what pip would be told changed.
 stamp=.venv/.amqp-spark-installed
-packages=$(ls -d amqp_spark broker pyspark_amqp 2>/dev/null | tr '\n' ' ' || true)
-want="$(sha256sum pyproject.toml | cut -d' ' -f1) $(.venv/bin/python -V 2>&1) $packages"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) $(.venv/bin/python -V 2>&1) editable=compat"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    log "installing the project into .venv (pip install -e '.[dev]')"
+    log "installing the project into .venv (pip install -e '.[dev]', compat mode)"
     .venv/bin/python -m pip install --disable-pip-version-check --progress-bar off \
-        -e '.[dev]'
+        --config-settings editable_mode=compat -e '.[dev]'
     echo "$want" >"$stamp"
 fi
 
