@@ -3,6 +3,7 @@ the package stays light."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pkgutil import iter_modules
@@ -30,3 +31,26 @@ def test_importing_amqp_spark_does_not_import_pyspark() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "amqp"
+
+
+def test_format_amqp_resolves_in_a_fresh_session_without_register(tmp_path: object) -> None:
+    """What a user gets after ``pip install``: a new Python, outside the checkout, whose
+    SparkSession resolves format("amqp") through pyspark_amqp alone."""
+    code = (
+        "from pyspark.sql import SparkSession;"
+        "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled','false')"
+        ".getOrCreate();"
+        "df = s.read.format('amqp').option('uri','amqp://127.0.0.1:1/').option('queue','q').load();"
+        "print(','.join(df.columns[:3])); s.stop()"
+    )
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": ""}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=str(tmp_path),
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "body,routing_key,exchange"
