@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -91,22 +89,14 @@ def queue_depth(url: str, queue: str) -> int:
 
 def run_stream(url: str, per_trigger: int) -> int:
     """Run the Spark query with Trigger.AvailableNow; returns the number of micro-batches."""
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .datasource import AMQPDataSource
+    from .local_spark import local_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("amqp-spark-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("WARN")
-    spark.dataSource.register(AMQPDataSource)  # what a Databricks notebook does
+    # format("amqp") resolves through the installed pyspark_amqp module; a Databricks
+    # notebook calls spark.dataSource.register(AMQPDataSource) instead (see notebooks/).
+    spark = local_session("amqp-spark-demo")
     order = T.StructType.fromJson(
         {
             "type": "struct",

@@ -286,11 +286,9 @@ def test_bad_option_fails_at_load_naming_option_and_value(amqp_spark: SparkSessi
 # A driver of its own, killed with SIGKILL mid-stream: it writes each batch's bodies to a file.
 _DRIVER = """
 import os, sys, time
-from pyspark.sql import SparkSession
-from amqp_spark.datasource import AMQPDataSource
+from amqp_spark.local_spark import local_session
 uri, queue, checkpoint, out = sys.argv[1:5]
-spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
-spark.dataSource.register(AMQPDataSource)
+spark = local_session("killed-driver", cores=1)
 def sink(df, batch_id):
     with open(os.path.join(out, f"tmp-{batch_id}"), "wb") as f:
         f.write(b"\\n".join(r.body for r in df.collect()))

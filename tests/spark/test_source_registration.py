@@ -39,11 +39,16 @@ def test_format_amqp_resolves_in_a_fresh_session_without_register(tmp_path: obje
     code = (
         "from pyspark.sql import SparkSession;"
         "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled','false')"
-        ".getOrCreate();"
+        ".config('spark.driver.host','127.0.0.1').getOrCreate();"
         "df = s.read.format('amqp').option('uri','amqp://127.0.0.1:1/').option('queue','q').load();"
         "print(','.join(df.columns[:3])); s.stop()"
     )
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": ""}
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYTHONPATH": "",
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
