@@ -11,6 +11,9 @@
   dir: the same disk), with bench_broker's pipelined client.
 * recovery through the broker: from starting the program on a journal of 1,000,000
   persistent messages (100,000 with ``--quick``) until a client sees them in their queue.
+* a queue larger than memory: the broker's peak RSS while one queue is filled with
+  10,000,000 100-byte messages (1,000,000 with ``--quick``) and drained again (the tail of
+  the queue is spilled to disk past ``ReadyMessages.SPILL_AFTER_*``).
 """
 
 from __future__ import annotations
@@ -138,6 +141,25 @@ def broker_recovery_seconds(data_dir: Path, messages: int) -> float:
     return elapsed
 
 
+def peak_rss_with_a_long_queue(data_dir: Path, messages: int) -> tuple[float, float]:
+    """The broker's peak RSS (MiB, VmHWM) while one queue fills with ``messages`` 100-byte
+    messages and is then consumed completely, and the seconds the whole run took."""
+    began = time.perf_counter()
+    with BrokerProcess(data_dir, "--log-level", "WARNING") as broker:
+        client = Client("127.0.0.1", broker.port)
+        client.call(M("queue.declare")(queue=QUEUE, durable=True), "queue.declare-ok")
+        client.publish([QUEUE], messages, confirm=False)
+        ok = client.call(M("queue.declare")(queue=QUEUE, passive=True), "queue.declare-ok")
+        if ok.message_count != messages:  # type: ignore[attr-defined]
+            raise AssertionError(f"{ok.message_count} of {messages} queued")  # type: ignore[attr-defined]
+        client.consume([QUEUE], messages)
+        client.close()
+        assert broker.proc is not None
+        status = Path(f"/proc/{broker.proc.pid}/status").read_text()
+    peak_kib = int(status.split("VmHWM:")[1].split()[0])
+    return peak_kib / 1024, time.perf_counter() - began
+
+
 def broker_rows(quick: bool, tmp: Path) -> list[Row]:
     """Persistent publish with confirms, bundled vs RabbitMQ on the same disk, and recovery
     of a million messages (100,000 with --quick) through the broker."""
@@ -149,6 +171,8 @@ def broker_rows(quick: bool, tmp: Path) -> list[Row]:
         params = pika.URLParameters(url)
         reference = publish_persistent_rate(params.host, params.port, messages)
     count = 100_000 if quick else 1_000_000
+    long_queue = 1_000_000 if quick else 10_000_000
+    peak_mib, seconds = peak_rss_with_a_long_queue(tmp / "long-queue", long_queue)
     return [
         row(
             "broker: persistent publish with confirms, durable queue (fsync'd)",
@@ -162,6 +186,12 @@ def broker_rows(quick: bool, tmp: Path) -> list[Row]:
             "s",
             broker_recovery_seconds(tmp / "recovery-broker", count),
         ),
+        row(
+            f"broker: peak RSS, queue of {long_queue:,} 100-byte msgs filled+drained",
+            "MiB",
+            peak_mib,
+        ),
+        row(f"broker: fill + drain a queue of {long_queue:,} 100-byte msgs", "s", seconds),
     ]
 
 
