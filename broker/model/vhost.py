@@ -372,9 +372,10 @@ class VirtualHost:
         key = settings.dead_letter_routing_key or message.routing_key
         dead = dead_lettered(message, queue.name, reason, dlx.name, key)
         deaths = dead.headers["x-death"]
-        for target in self.route(dlx, key, dead.headers):
-            if not _is_cycle(deaths, target.name):
-                target.publish(dead)
+        targets = [t for t in self.route(dlx, key, dead.headers) if not _is_cycle(deaths, t.name)]
+        self.store.message_routed(dead, targets, None)
+        for target in targets:
+            target.publish(dead)
 
 
 def _describe(arg: str, value: Any) -> str:

@@ -107,6 +107,42 @@ def test_persistent_messages_in_durable_queues_come_back_redelivered(tmp_path: P
             ch.queue_declare("transient", passive=True)
 
 
+def test_a_message_in_several_durable_queues_is_acked_per_queue(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        for q in ("fan-1", "fan-2", "fan-3"):
+            ch.queue_declare(q, durable=True)
+            ch.queue_bind(q, "amq.fanout")
+        ch.confirm_delivery()
+        ch.basic_publish("amq.fanout", "", b"shared", PERSISTENT)
+        assert get_all(ch, "fan-1") == [(b"shared", False)]
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        assert get_all(ch, "fan-1") == []
+        assert get_all(ch, "fan-2") == [(b"shared", True)]
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        assert get_all(ch, "fan-2") == []
+        assert get_all(ch, "fan-3") == [(b"shared", True)]
+
+
+def test_dead_lettered_persistent_messages_are_kept_in_a_durable_queue(tmp_path: Path) -> None:
+    data = str(tmp_path / "data")
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        ch.queue_declare("dead", durable=True)
+        ch.queue_declare("work", durable=True, arguments={"x-dead-letter-exchange": "amq.direct"})
+        ch.queue_bind("dead", "amq.direct", "work")
+        ch.basic_publish("", "work", b"rejected", PERSISTENT)
+        method, _, _ = ch.basic_get("work")
+        ch.basic_reject(method.delivery_tag, requeue=False)
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        assert get_all(ch, "work") == []
+        assert [body for body, _ in get_all(ch, "dead")] == [b"rejected"]
+
+
 def test_deleted_durable_queue_does_not_come_back(tmp_path: Path) -> None:
     data = str(tmp_path / "data")
     with Broker(data_dir=data) as broker, connect(broker) as conn:
