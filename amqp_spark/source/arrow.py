@@ -12,12 +12,14 @@ import datetime
 import decimal
 import functools
 import json
+import operator
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from amqp_spark.schema import COLUMN_NAMES, STRING_PROPERTIES, arrow_schema
+from amqp_spark.schema import STRING_PROPERTIES, arrow_schema
 
 #: The header RabbitMQ puts on every delivery from a stream queue: its offset.
 STREAM_OFFSET_HEADER = "x-stream-offset"
@@ -86,46 +88,55 @@ def stream_offset_of(delivery: DeliveryLike) -> int | None:
 
 
 def to_record_batch(
-    deliveries: Sequence[DeliveryLike], queues: Sequence[str], with_offsets: bool
+    deliveries: Sequence[DeliveryLike], queue: str, with_offsets: bool
 ) -> pa.RecordBatch:
-    """One record batch of ``deliveries``; ``queues[i]`` is the queue delivery i came from.
+    """One record batch of ``deliveries``, all from ``queue``.
 
     ``with_offsets`` fills the ``offset`` column from the ``x-stream-offset`` header (stream
     queues); classic-queue rows have a null offset.
+
+    Each column is one pass of C-level ``map(attrgetter)`` over the deliveries, handed to
+    pyarrow at once; timestamps are scaled by pyarrow, and the headers column is rendered in
+    Python only for deliveries that have headers.
     """
-    props = [d.properties for d in deliveries]
-    columns: dict[str, Any] = {
-        "body": [d.body for d in deliveries],
-        "routing_key": [d.routing_key for d in deliveries],
-        "exchange": [d.exchange for d in deliveries],
-        "queue": list(queues),
-        "delivery_tag": [d.delivery_tag for d in deliveries],
-        "redelivered": [d.redelivered for d in deliveries],
-        "offset": (
-            [stream_offset_of(d) for d in deliveries] if with_offsets else [None] * len(deliveries)
-        ),
-        "timestamp": [None if p.timestamp is None else _microseconds(p.timestamp) for p in props],
-        "delivery_mode": [p.delivery_mode for p in props],
-        "priority": [p.priority for p in props],
-        "headers": [
-            None
-            if p.headers is None
-            else [(str(k), render_header(v)) for k, v in p.headers.items()]
-            for p in props
-        ],
-    }
-    for name in STRING_PROPERTIES:
-        columns[name] = [getattr(p, name) for p in props]
+    n = len(deliveries)
+    props = list(map(operator.attrgetter("properties"), deliveries))
     schema = source_arrow_schema()
-    arrays = [pa.array(columns[name], type=schema.field(name).type) for name in COLUMN_NAMES]
+    columns: dict[str, pa.Array | list[Any]] = {
+        name: list(map(operator.attrgetter(name), deliveries)) for name in _DELIVERY_FIELDS
+    }
+    columns.update({name: list(map(operator.attrgetter(name), props)) for name in _PROPERTY_FIELDS})
+    columns["queue"] = pa.nulls(n, pa.string()).fill_null(queue)
+    columns["offset"] = (
+        list(map(stream_offset_of, deliveries)) if with_offsets else pa.nulls(n, pa.int64())
+    )
+    columns["timestamp"] = _timestamps(columns.pop("timestamp"), schema.field("timestamp").type)
+    columns["headers"] = _headers(columns.pop("headers"), schema.field("headers").type)
+    arrays = [_array(columns[field.name], field.type) for field in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _microseconds(timestamp: int | datetime.datetime) -> int:
-    if isinstance(timestamp, datetime.datetime):
-        moment = timestamp if timestamp.tzinfo else timestamp.replace(tzinfo=datetime.timezone.utc)
-        return int(moment.timestamp()) * 1_000_000
-    return int(timestamp) * 1_000_000
+#: Columns taken as they are from the delivery and from its properties.
+_DELIVERY_FIELDS = ("body", "routing_key", "exchange", "delivery_tag", "redelivered")
+_PROPERTY_FIELDS = ("timestamp", "headers", "delivery_mode", "priority", *STRING_PROPERTIES)
+
+
+def _array(column: pa.Array | list[Any], arrow_type: pa.DataType) -> pa.Array:
+    return column if isinstance(column, pa.Array) else pa.array(column, type=arrow_type)
+
+
+def _timestamps(seconds: Any, arrow_type: pa.DataType) -> pa.Array:
+    """The timestamp column from the property: whole seconds (an int, from the codec)."""
+    return pc.multiply(pa.array(seconds, type=pa.int64()), 1_000_000).cast(arrow_type)
+
+
+def _headers(tables: list[dict[str, Any] | None], arrow_type: pa.DataType) -> pa.Array | list[Any]:
+    """The headers column: null for no headers table, else its entries rendered."""
+    if tables.count(None) == len(tables):
+        return pa.nulls(len(tables), arrow_type)
+    return [
+        None if t is None else [(str(k), render_header(v)) for k, v in t.items()] for t in tables
+    ]
 
 
 def serialize(batch: pa.RecordBatch) -> bytes:

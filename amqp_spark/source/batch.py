@@ -102,10 +102,10 @@ def drain_queue(part: QueueDrainPartition) -> Iterator[pa.RecordBatch]:
             taken += len(batch)
             last_tag = batch[-1].delivery_tag
             if len(pending) >= ROWS_PER_RECORD_BATCH:
-                yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=False)
+                yield to_record_batch(pending, part.queue, with_offsets=False)
                 pending = []
         if pending:
-            yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=False)
+            yield to_record_batch(pending, part.queue, with_offsets=False)
         if last_tag:
             if part.ack:
                 ch.basic_ack(last_tag, multiple=True)

@@ -4,9 +4,9 @@ Classic queues are consumed destructively, so the only way to give Spark a repla
 is to hold the messages, unacked, until Spark has committed the batch. The runner process
 lives as long as the query run and calls every ``DataSourceStreamReader`` method, so it
 holds one connection with one channel per queue (delivery tags are per channel, so a batch
-is a prefix of each queue's deliveries) and a buffer of what has arrived:
+is a prefix of each queue's deliveries) and, per queue, a buffer of what has arrived:
 
-* ``latest`` answers from the buffer — no network round trip;
+* ``latest`` answers from the buffers — no network round trip;
 * ``batch`` returns the buffered deliveries of a planned range (the same ones every time
   it is asked in the same run);
 * ``ack_through`` acks, per channel, up to the committed tag with ``multiple=true`` and
@@ -15,15 +15,21 @@ is a prefix of each queue's deliveries) and a buffer of what has arrived:
   requeues them and delivers them again (at-least-once).
 
 Unacked messages never exceed ``prefetch`` per queue, which bounds the driver's memory.
+
+This runs in the same process as the client's I/O thread, which decodes the deliveries and
+needs the GIL to do so: nothing here costs per message more than a slice or a length does
+(buffers are per queue and in tag order, so ranges are found by bisection), and waiting for
+deliveries sleeps in slices rather than waking up for each one.
 """
 
 from __future__ import annotations
 
+import bisect
+import operator
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp_spark.offsets import ClassicOffset
@@ -35,8 +41,15 @@ if TYPE_CHECKING:
 
 #: How often ``waiting()`` may ask the broker for queue depths (a round trip each).
 DEPTH_REFRESH_SECONDS = 1.0
-#: Longest single block on one channel while waiting for deliveries.
+#: How long the drain loop sleeps while deliveries are streaming in: long enough that the
+#: I/O thread decodes hundreds of them undisturbed, short next to a batch's duration.
+_DRAIN_SLICE = 0.01
+#: Longest single block on one channel while waiting for the first delivery after a silence.
 _WAIT_SLICE = 0.05
+#: Deliveries taken from the client in one lock round.
+_DRAIN_MAX = 65535
+
+_tag_of = operator.attrgetter("delivery_tag")
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,26 @@ class Limits:
     max_bytes: int | None = None
 
 
+@dataclass
+class _Consumer:
+    """One queue's channel and its deliveries received but not yet acked, in tag order."""
+
+    channel: Channel
+    #: AvailableNow: how many deliveries may be admitted on this connection (None: any).
+    budget: int | None = None
+    admitted: int = 0
+    acked: int = 0  #: the last tag acked
+    arrived: list[Delivery] = field(default_factory=list)
+
+    def room(self) -> int:
+        """How many more deliveries may be admitted (the AvailableNow budget)."""
+        return _DRAIN_MAX if self.budget is None else self.budget - self.admitted
+
+    def after(self, tag: int) -> int:
+        """The index of the first buffered delivery with a tag above ``tag``."""
+        return bisect.bisect_right(self.arrived, tag, key=_tag_of)
+
+
 class ClassicConsumers:
     """One connection consuming every queue of the query, with what has arrived unacked."""
 
@@ -54,17 +87,11 @@ class ClassicConsumers:
         self._options = options
         self._lock = threading.RLock()  # SIGTERM's close() may interrupt any method
         self._conn: Connection | None = None
-        self._channels: dict[str, Channel] = {}
+        self._consumers: dict[str, _Consumer] = {}
         self.connection_id = ""
         self.queues: tuple[str, ...] = ()
-        #: (queue, delivery) in arrival order; per queue a prefix of that channel's tags.
-        self._arrived: list[tuple[str, Delivery]] = []
-        self._acked: dict[str, int] = {}
         #: AvailableNow: admit only what the queues held when consuming started.
         self._available_now = False
-        #: With AvailableNow, per queue, how many deliveries may be admitted on this connection.
-        self._budget: dict[str, int] | None = None
-        self._admitted: dict[str, int] = {}
         self._depths: dict[str, int] = {}
         self._depths_at = 0.0
 
@@ -85,22 +112,19 @@ class ClassicConsumers:
             conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "stream consumer")
             try:
                 queues = opts.queues or (self._declare_bound_queue(conn),)
-                channels = {}
+                consumers = {}
                 for queue in queues:
                     ch = conn.channel()
                     ch.basic_qos(prefetch_count=opts.prefetch)
-                    channels[queue] = ch
-                if self._available_now:
-                    self._budget = {q: self._depth(channels[q], q) for q in queues}
-                for queue, ch in channels.items():
-                    ch.basic_consume(queue, no_ack=False)
+                    budget = self._depth(ch, queue) if self._available_now else None
+                    consumers[queue] = _Consumer(ch, budget)
+                for queue, consumer in consumers.items():
+                    consumer.channel.basic_consume(queue, no_ack=False)
             except BaseException:
                 conn.close()
                 raise
-            self._conn, self._channels, self.queues = conn, channels, queues
+            self._conn, self._consumers, self.queues = conn, consumers, queues
             self.connection_id = uuid.uuid4().hex
-            self._acked = dict.fromkeys(queues, 0)
-            self._admitted = dict.fromkeys(queues, 0)
 
     def _declare_bound_queue(self, conn: Connection) -> str:
         """A server-named, exclusive queue bound to ``exchange`` for this connection."""
@@ -115,7 +139,7 @@ class ClassicConsumers:
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
-        self._channels, self._arrived = {}, []
+        self._consumers = {}
         if conn is not None:
             conn.close()
 
@@ -137,51 +161,59 @@ class ClassicConsumers:
     def _depth(ch: Channel, queue: str) -> int:
         return int(ch.queue_declare(queue, passive=True).message_count)
 
-    def _admissible(self, queue: str) -> bool:
-        return self._budget is None or self._admitted[queue] < self._budget.get(queue, 0)
-
     # -- receiving ----------------------------------------------------------------------------
 
     def _receive(self) -> int:
-        """Move what has arrived on every channel into the buffer; never blocks."""
+        """Move what has arrived on every channel into the buffers; never blocks."""
         from amqp_spark.client import ClientError
 
         count = 0
         try:
-            for queue, ch in self._channels.items():
-                while self._admissible(queue):
-                    batch = ch.drain_deliveries(max_count=1000)
-                    if self._budget is not None:
-                        batch = batch[: self._budget.get(queue, 0) - self._admitted[queue]]
-                    self._arrived.extend((queue, d) for d in batch)
-                    self._admitted[queue] += len(batch)
-                    count += len(batch)
-                    if len(batch) < 1000:
-                        break
+            for consumer in self._consumers.values():
+                room = consumer.room()
+                if room > 0:
+                    got = consumer.channel.drain_deliveries(max_count=room)
+                    consumer.arrived += got
+                    consumer.admitted += len(got)
+                    count += len(got)
         except ClientError:
             self._drop_connection()  # reconnected by the caller's next ensure_open()
         return count
 
+    def _buffered(self) -> int:
+        return sum(len(c.arrived) for c in self._consumers.values())
+
     def _wait_for_more(self, wanted: int, timeout: float) -> None:
         """Block until ``wanted`` deliveries are buffered, nothing more can come (the
         AvailableNow target is reached, or every queue has ``prefetch`` unacked), or
-        nothing arrived for ``timeout`` seconds."""
+        nothing arrived for ``timeout`` seconds.
+
+        While deliveries stream in, sleep between drains (the I/O thread has the GIL to
+        itself); after a silence, block on a channel so the first delivery ends the wait.
+        """
         idle_since = time.monotonic()
-        for _ in range(int(600 / _WAIT_SLICE)):  # a hard bound; the idle timeout ends it first
+        for _ in range(int(600 / _DRAIN_SLICE)):  # a hard bound; the idle timeout ends it first
             if self._receive():
                 idle_since = time.monotonic()
+                streaming = True
+            else:
+                streaming = False
             waiting_on = self._queues_that_can_deliver()
-            if self._conn is None or len(self._arrived) >= wanted or not waiting_on:
+            if self._conn is None or self._buffered() >= wanted or not waiting_on:
                 return
             if time.monotonic() - idle_since >= timeout:
                 if not self._broker_still_has(waiting_on):
                     return
                 idle_since = time.monotonic()  # a slow broker, not an empty queue
-            queue = waiting_on[0]
-            d = self._channels[queue].next_delivery(timeout=_WAIT_SLICE)
+            if streaming:
+                time.sleep(_DRAIN_SLICE)
+                continue
+            consumer = self._consumers[waiting_on[0]]
+            d = consumer.channel.next_delivery(timeout=_WAIT_SLICE)
             if d is not None:
-                self._arrived.append((queue, d))
-                self._admitted[queue] += 1
+                consumer.arrived.append(d)
+                consumer.admitted += 1
+                idle_since = time.monotonic()
 
     def _broker_still_has(self, queues: list[str]) -> bool:
         """AvailableNow: whether one of ``queues`` still has ready messages for us, so that
@@ -189,7 +221,7 @@ class ClassicConsumers:
         budget (once runs), a silence is the end."""
         from amqp_spark.client import ClientError
 
-        if self._budget is None or self._conn is None:
+        if not self._available_now or self._conn is None:
             return False
         try:
             ch = self._conn.channel()
@@ -202,12 +234,8 @@ class ClassicConsumers:
     def _queues_that_can_deliver(self) -> list[str]:
         """Queues the broker may still send to us: within the AvailableNow budget and with
         fewer than ``prefetch`` unacked (every buffered delivery is unacked)."""
-        unacked = dict.fromkeys(self.queues, 0)
-        for queue, _ in self._arrived:
-            unacked[queue] += 1
-        return [
-            q for q in self.queues if self._admissible(q) and unacked[q] < self._options.prefetch
-        ]
+        prefetch = self._options.prefetch
+        return [q for q, c in self._consumers.items() if c.room() > 0 and len(c.arrived) < prefetch]
 
     # -- offsets ------------------------------------------------------------------------------
 
@@ -221,6 +249,8 @@ class ClassicConsumers:
 
         With ``wait`` (AvailableNow and once runs), first wait (bounded) for deliveries
         still on their way, so that the run does not end while the queue still has messages.
+        The rows of a batch are shared fairly between queues (a queue with fewer buffered
+        gives its unused share to the others).
         """
         with self._lock:
             self.ensure_open()
@@ -233,35 +263,55 @@ class ClassicConsumers:
             else:
                 self._receive()
             self.ensure_open()  # a connection that died while receiving is replaced
-            tags = {q: start.tag(q, self.connection_id) for q in self.queues}
-            taken = size = 0
-            for queue, d in self._arrived:
-                if d.delivery_tag <= tags[queue]:
-                    continue
-                size += len(d.body)
-                if taken and (
-                    taken >= rows or (limits.max_bytes is not None and size > limits.max_bytes)
-                ):
-                    break
-                taken += 1
-                tags[queue] = d.delivery_tag
+            firsts = {
+                q: c.after(start.tag(q, self.connection_id)) for q, c in self._consumers.items()
+            }
+            counts = fair_shares(
+                {q: len(c.arrived) - firsts[q] for q, c in self._consumers.items()}, rows
+            )
+            if limits.max_bytes is not None:
+                counts = self._within_bytes(firsts, counts, limits.max_bytes)
+            tags = {
+                q: c.arrived[firsts[q] + counts[q] - 1].delivery_tag
+                if counts[q]
+                else start.tag(q, self.connection_id)
+                for q, c in self._consumers.items()
+            }
             return ClassicOffset(self.connection_id, tags)
 
-    def batch(self, start: ClassicOffset, end: ClassicOffset) -> Iterator[tuple[str, Delivery]]:
-        """The buffered deliveries in (start, end], in arrival order. Empty when ``end``
-        belongs to an earlier connection: the broker redelivers those messages."""
+    def _within_bytes(
+        self, firsts: dict[str, int], counts: dict[str, int], max_bytes: int
+    ) -> dict[str, int]:
+        """``counts`` cut so that the bodies, taken from the queues in turn, fit in
+        ``max_bytes`` (at least one message, so that a large one still gets through)."""
+        kept = dict.fromkeys(counts, 0)
+        size = taken = 0
+        for i in range(max(counts.values(), default=0)):
+            for q, count in counts.items():
+                if i >= count:
+                    continue
+                size += len(self._consumers[q].arrived[firsts[q] + i].body)
+                if taken and size > max_bytes:
+                    return kept
+                kept[q] += 1
+                taken += 1
+        return kept
+
+    def batch(self, start: ClassicOffset, end: ClassicOffset) -> list[tuple[str, list[Delivery]]]:
+        """Per queue, the buffered deliveries in (start, end], in tag order. Empty when
+        ``end`` belongs to an earlier connection: the broker redelivers those messages."""
         with self._lock:
             if end.connection != self.connection_id:
-                return iter(())
-            return iter(
-                [
-                    (q, d)
-                    for q, d in self._arrived
-                    if start.tag(q, self.connection_id)
-                    < d.delivery_tag
-                    <= end.tag(q, end.connection)
-                ]
-            )
+                return []
+            segments = []
+            for q, c in self._consumers.items():
+                first, last = (
+                    c.after(start.tag(q, self.connection_id)),
+                    c.after(end.tag(q, end.connection)),
+                )
+                if last > first:
+                    segments.append((q, c.arrived[first:last]))
+            return segments
 
     def ack_through(self, end: ClassicOffset) -> None:
         """Ack every delivery up to ``end`` on its channel (multiple=true) and forget them.
@@ -272,15 +322,14 @@ class ClassicConsumers:
             if self._conn is None or end.connection != self.connection_id:
                 return
             try:
-                for queue, ch in self._channels.items():
+                for queue, c in self._consumers.items():
                     tag = end.tag(queue, self.connection_id)
-                    if tag > self._acked[queue]:
-                        ch.basic_ack(tag, multiple=True)
-                        self._acked[queue] = tag
+                    if tag > c.acked:
+                        c.channel.basic_ack(tag, multiple=True)
+                        c.acked = tag
+                        del c.arrived[: c.after(tag)]
             except ClientError:
                 self._drop_connection()  # unacked: the broker requeues them
-                return
-            self._arrived = [(q, d) for q, d in self._arrived if d.delivery_tag > self._acked[q]]
 
     # -- reporting ----------------------------------------------------------------------------
 
@@ -299,9 +348,21 @@ class ClassicConsumers:
                     ch.close()
                 except ClientError:
                     pass  # reported from the last good answer; consuming is unaffected
-            unacked = dict.fromkeys(self.queues, 0)
-            for queue, _ in self._arrived:
-                unacked[queue] += 1
+            unacked = {q: len(c.arrived) for q, c in self._consumers.items()}
             return {
-                q: {"ready": self._depths.get(q, 0), "unacked": unacked[q]} for q in self.queues
+                q: {"ready": self._depths.get(q, 0), "unacked": unacked.get(q, 0)}
+                for q in self.queues
             }
+
+
+def fair_shares(available: dict[str, int], total: int) -> dict[str, int]:
+    """How many of ``total`` to take from each queue, at most what it has available, as
+    evenly as possible: a queue with less gives its unused share to the others."""
+    shares = dict.fromkeys(available, 0)
+    left = total
+    by_size = sorted(available, key=available.__getitem__)
+    for i, queue in enumerate(by_size):
+        share = min(available[queue], -(-left // (len(by_size) - i)))  # ceil division
+        shares[queue] = share
+        left -= share
+    return shares

@@ -6,9 +6,13 @@ reaches it, so each kind of partition carries everything its read needs.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pyspark.sql.datasource import InputPartition
+
+T = TypeVar("T")
 
 
 class ArrowPartition(InputPartition):
@@ -44,3 +48,12 @@ class QueueDrainPartition(InputPartition):
     prefetch: int
     poll_timeout: float
     max_reconnect_attempts: int
+
+
+def split_rows(
+    segments: Iterable[tuple[str, Sequence[T]]], size: int
+) -> Iterator[tuple[str, Sequence[T]]]:
+    """Each queue's rows cut into pieces of at most ``size``: one partition each."""
+    for queue, rows in segments:
+        for first in range(0, len(rows), size):
+            yield queue, rows[first : first + size]

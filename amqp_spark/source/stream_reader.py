@@ -35,7 +35,7 @@ from amqp_spark.offsets import ClassicOffset, StreamOffset
 from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
 from amqp_spark.source.classic import ClassicConsumers, Limits
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.partitions import ArrowPartition, StreamRangePartition
+from amqp_spark.source.partitions import ArrowPartition, StreamRangePartition, split_rows
 from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
 
 ONCE_UNSUPPORTED = (
@@ -157,19 +157,10 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     self.options, StreamOffset.from_dict(start), StreamOffset.from_dict(end)
                 )
             )
-        taken = list(state.batch(ClassicOffset.from_dict(start), ClassicOffset.from_dict(end)))
-        size = self.options.rows_per_partition
+        segments = state.batch(ClassicOffset.from_dict(start), ClassicOffset.from_dict(end))
         return [
-            ArrowPartition(
-                serialize(
-                    to_record_batch(
-                        [d for _, d in taken[i : i + size]],
-                        [q for q, _ in taken[i : i + size]],
-                        with_offsets=False,
-                    )
-                )
-            )
-            for i in range(0, len(taken), size)
+            ArrowPartition(serialize(to_record_batch(deliveries, queue, with_offsets=False)))
+            for queue, deliveries in split_rows(segments, self.options.rows_per_partition)
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

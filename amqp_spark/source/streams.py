@@ -240,9 +240,9 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
             if offset < part.end:
                 pending.append(d)
             if len(pending) >= ROWS_PER_RECORD_BATCH:
-                yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=True)
+                yield to_record_batch(pending, part.queue, with_offsets=True)
                 pending = []
         if pending:
-            yield to_record_batch(pending, [part.queue] * len(pending), with_offsets=True)
+            yield to_record_batch(pending, part.queue, with_offsets=True)
     finally:
         conn.close()

@@ -21,7 +21,7 @@ def delivery(tag: int, **props: object) -> Delivery:
 
 
 def test_batch_schema_is_exactly_the_arrow_schema_of_the_source() -> None:
-    batch = to_record_batch([delivery(1)], ["q"], with_offsets=False)
+    batch = to_record_batch([delivery(1)], "q", with_offsets=False)
     assert batch.schema == arrow_schema()
     assert batch.schema.names == list(COLUMN_NAMES)
 
@@ -43,7 +43,7 @@ def test_every_column_comes_from_the_delivery() -> None:
         app_id="a",
         headers={"k": "v"},
     )
-    (row,) = to_record_batch([d], ["orders"], with_offsets=False).to_pylist()
+    (row,) = to_record_batch([d], "orders", with_offsets=False).to_pylist()
     assert row == {
         "body": b"b2",
         "routing_key": "rk2",
@@ -71,7 +71,7 @@ def test_every_column_comes_from_the_delivery() -> None:
 def test_stream_offsets_come_from_the_x_stream_offset_header() -> None:
     batch = to_record_batch(
         [delivery(1, headers={"x-stream-offset": 41}), delivery(2, headers={})],
-        ["s", "s"],
+        "s",
         with_offsets=True,
     )
     assert batch.column("offset").to_pylist() == [41, None]
@@ -91,7 +91,7 @@ def test_headers_of_every_field_type_render_as_strings() -> None:
         "array": [True, None],
         "void": None,
     }
-    (row,) = to_record_batch([delivery(1, headers=headers)], ["q"], False).to_pylist()
+    (row,) = to_record_batch([delivery(1, headers=headers)], "q", False).to_pylist()
     assert dict(row["headers"]) == {
         "str": "s",
         "int": "-7",
@@ -112,7 +112,7 @@ def test_naive_timestamps_in_headers_are_taken_as_utc() -> None:
 
 
 def test_ipc_bytes_carry_the_batch_unchanged() -> None:
-    batch = to_record_batch([delivery(i) for i in range(1, 4)], ["q"] * 3, False)
+    batch = to_record_batch([delivery(i) for i in range(1, 4)], "q", False)
     (back,) = deserialize(serialize(batch))
     assert isinstance(back, pa.RecordBatch)
     assert back.equals(batch)
