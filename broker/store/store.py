@@ -130,7 +130,7 @@ def _lock(data_dir: Path) -> int:
         raise StoreError(
             data_dir,
             "another broker is using this data directory",
-            "Stop that broker, or point --data-dir elsewhere",
+            "Stop that broker, point --data-dir elsewhere, or run with --in-memory",
         ) from None
     return fd
 
