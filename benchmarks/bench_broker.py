@@ -187,7 +187,17 @@ def bundled_broker() -> Iterator[tuple[str, int]]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--port", str(port), "--log-level", "WARNING"], cwd=REPO
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "--port",
+            str(port),
+            "--in-memory",
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=REPO,
     )
     try:
         deadline = time.monotonic() + 10

@@ -31,7 +31,16 @@ def broker_process() -> Iterator[tuple[int, int]]:
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "broker.toml"
         config.write_text(CONFIG)
-        cmd = [sys.executable, "-m", "broker", "--port", str(port), "--config", str(config)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "broker",
+            "--in-memory",
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+        ]
         proc = subprocess.Popen([*cmd, "--log-level", "WARNING"], cwd=REPO)
         try:
             for _ in range(200):
