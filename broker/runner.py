@@ -9,10 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from . import tls
 from .config import BrokerConfig
 from .server.app import BrokerServer
-from .server.connection import AMQPConnection
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
@@ -51,7 +49,6 @@ class Broker:
             self.config.data_dir = data_dir
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: BrokerServer | None = None
-        self._tls_server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._error: BaseException | None = None
@@ -68,9 +65,9 @@ class Broker:
 
     @property
     def tls_port(self) -> int:
-        if self._tls_server is None:
+        if self._server is None or not self._server.tls_port:
             raise RuntimeError("the broker has no amqps listener running")
-        return tls.bound_port(self._tls_server)
+        return self._server.tls_port
 
     @property
     def tls_url(self) -> str:
@@ -96,19 +93,16 @@ class Broker:
         try:
             server = self._server = BrokerServer(self.config, loop)
             loop.run_until_complete(server.start())
-            self._tls_server = loop.run_until_complete(
-                tls.listen(lambda: AMQPConnection(server), self.config.host, self.config.tls, loop)
-            )
         except BaseException as e:  # reported to start()'s caller
             self._error = e
+            if self._server is not None:  # it opened the store: release it
+                loop.run_until_complete(self._server.shutdown())
             self._started.set()
             loop.close()
             return
         self._started.set()
         try:
             loop.run_forever()
-            if self._tls_server is not None:
-                self._tls_server.close()
             loop.run_until_complete(server.shutdown())
         finally:
             loop.close()
@@ -119,7 +113,7 @@ class Broker:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_STOP_TIMEOUT)
         self._thread = None
-        self._server = self._tls_server = None
+        self._server = None
 
     def __enter__(self) -> Broker:
         return self.start()

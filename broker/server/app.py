@@ -12,6 +12,7 @@ import logging
 import time
 from pathlib import Path
 
+from .. import tls
 from ..config import BrokerConfig
 from ..model.memory import MemoryGauge
 from ..model.persistence import InMemory, Persistence
@@ -82,7 +83,10 @@ class BrokerServer:
             raise
         self.connections: set[AMQPConnection] = set()
         self._server: asyncio.Server | None = None
+        self._tls_server: asyncio.Server | None = None
         self.port = 0
+        #: The amqps listener's port (0 without a ``[tls]`` section).
+        self.tls_port = 0
 
     @property
     def blocked_reason(self) -> str | None:
@@ -92,20 +96,33 @@ class BrokerServer:
         return self.disk_alarm
 
     async def start(self) -> None:
-        self._server = await self.loop.create_server(
-            lambda: AMQPConnection(self), self.config.host, self.config.port
+        """Listen for amqps when the config has a ``[tls]`` section, then for amqp (so that a
+        peer that finds the amqp port open finds the amqps one open too)."""
+        self._tls_server = await tls.listen(
+            lambda: AMQPConnection(self), self.config.host, self.config.tls, self.loop
         )
+        if self._tls_server is not None:
+            self.tls_port = tls.bound_port(self._tls_server)
+        try:
+            self._server = await self.loop.create_server(
+                lambda: AMQPConnection(self), self.config.host, self.config.port
+            )
+        except BaseException:
+            if self._tls_server is not None:
+                self._tls_server.close()
+            raise
         sockets = self._server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+        log.info("broker listening for AMQP on %s:%d", self.config.host, self.port)
         if self.disk is not None:
             self._check_disk()
-        log.info("broker listening for AMQP on %s:%d", self.config.host, self.port)
 
     async def shutdown(self) -> None:
         """Stop listening; close every connection with 320 CONNECTION_FORCED; close the
         stream logs and the store."""
-        if self._server is not None:
-            self._server.close()
+        for listener in (self._server, self._tls_server):
+            if listener is not None:
+                listener.close()
         if self._disk_timer is not None:
             self._disk_timer.cancel()
         for conn in list(self.connections):

@@ -66,7 +66,9 @@ class AMQPConnection(asyncio.Protocol):
         self.server = server
         self.config = server.config
         self.loop = server.loop
-        self.proto = Connection(role="server", supported=ALL_SPECS)
+        self.proto = Connection(
+            role="server", supported=ALL_SPECS, max_body_size=server.config.max_message_size
+        )
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.user: str | None = None
@@ -137,7 +139,6 @@ class AMQPConnection(asyncio.Protocol):
                 self._fail(_as_rabbitmq_reports(err))
             else:
                 self._handle_events(evs)
-            self._refuse_oversized_content()
             for channel in self._confirming:
                 channel.flush_confirms()
             self._confirming.clear()
@@ -147,19 +148,6 @@ class AMQPConnection(asyncio.Protocol):
             self.close(541, "INTERNAL_ERROR")
         if self._publisher and self.server.blocked_reason:
             self.set_memory_blocked(True, self.server.blocked_reason)
-
-    def _refuse_oversized_content(self) -> None:
-        """Close (406) each channel whose content in progress declares a body over
-        ``max_message_size``; the protocol layer then drops what it buffered and discards
-        the rest of that body."""
-        limit = self.config.max_message_size
-        # The protocol layer has no public view of contents in progress yet.
-        partials = self.proto._partials  # noqa: SLF001
-        for channel_id, partial in list(partials.items()):
-            if partial.size > limit and not self._closed:
-                self._refuse_channel(
-                    channel_id, partial.method, _message_too_large(partial.size, limit)
-                )
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -289,6 +277,9 @@ class AMQPConnection(asyncio.Protocol):
                 self._on_connection_method(ev.method)
             else:
                 self._on_channel_method(ev.channel, ev.method, None)
+        elif isinstance(ev, events.ContentTooLarge):
+            # The protocol layer skips the rest of that body; RabbitMQ closes the channel.
+            self._refuse_channel(ev.channel, ev.method, _message_too_large(ev.size, ev.limit))
         elif isinstance(ev, events.ProtocolHeaderReceived):
             self._send_start()
         elif isinstance(ev, events.OtherFrameReceived):
@@ -311,8 +302,6 @@ class AMQPConnection(asyncio.Protocol):
             return  # decoded in the same read as the method that failed the channel
         channel = self.channels.get(channel_id)
         try:
-            if content is not None and len(content.body) > self.config.max_message_size:
-                raise _message_too_large(len(content.body), self.config.max_message_size)
             if channel is None:
                 if method.NAME != "channel.open":
                     return  # late, for a channel we closed: the protocol layer let it through

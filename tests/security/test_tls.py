@@ -3,6 +3,7 @@ EXTERNAL logs a certificate's user in, and an untrusted CA is refused either way
 
 from __future__ import annotations
 
+import json
 import ssl
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pika.exceptions import AMQPConnectionError as PikaConnectionError
 
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
 from broker import Broker
+from tests.durability.broker_process import BrokerProcess, free_port
 
 from .certs import CertificateAuthority, Issued
 from .conftest import tls_settings
@@ -48,8 +50,8 @@ def _round_trip_pika(params: pika.ConnectionParameters) -> bytes | None:
         conn.close()
 
 
-def _connector_url(broker: Broker, ca: CertificateAuthority, client: Issued | None = None) -> str:
-    url = f"amqps://guest:guest@localhost:{broker.tls_port}/?cacertfile={ca.cert}"
+def _connector_url(port: int, ca: CertificateAuthority, client: Issued | None = None) -> str:
+    url = f"amqps://guest:guest@localhost:{port}/?cacertfile={ca.cert}"
     if client is not None:
         url += f"&certfile={client.cert}&keyfile={client.key}"
     return url
@@ -86,7 +88,7 @@ def test_external_logs_in_the_certificates_common_name(
 def test_connector_logs_in_with_external_and_its_client_certificate(
     tls_broker: Broker, ca: CertificateAuthority, client_cert: Issued
 ) -> None:
-    url = _connector_url(tls_broker, ca, client_cert).replace("guest:guest@", "")
+    url = _connector_url(tls_broker.tls_port, ca, client_cert).replace("guest:guest@", "")
     assert _round_trip_connector(url + "&auth_mechanism=external") == b"over tls"
 
 
@@ -94,7 +96,7 @@ def test_connector_with_external_but_no_client_certificate_is_refused(
     tls_broker: Broker, ca: CertificateAuthority
 ) -> None:
     with pytest.raises(ConnectionClosed):
-        _round_trip_connector(_connector_url(tls_broker, ca) + "&auth_mechanism=external")
+        _round_trip_connector(_connector_url(tls_broker.tls_port, ca) + "&auth_mechanism=external")
 
 
 def test_external_without_a_client_certificate_is_refused(
@@ -108,20 +110,20 @@ def test_external_without_a_client_certificate_is_refused(
 def test_connector_connects_and_verifies_the_server(
     tls_broker: Broker, ca: CertificateAuthority
 ) -> None:
-    assert _round_trip_connector(_connector_url(tls_broker, ca)) == b"over tls"
+    assert _round_trip_connector(_connector_url(tls_broker.tls_port, ca)) == b"over tls"
 
 
 def test_connector_connects_with_a_client_certificate(
     tls_broker: Broker, ca: CertificateAuthority, client_cert: Issued
 ) -> None:
-    assert _round_trip_connector(_connector_url(tls_broker, ca, client_cert)) == b"over tls"
+    assert _round_trip_connector(_connector_url(tls_broker.tls_port, ca, client_cert)) == b"over tls"
 
 
 def test_connector_refuses_a_server_signed_by_another_ca(
     tls_broker: Broker, other_ca: CertificateAuthority
 ) -> None:
     with pytest.raises(AMQPConnectionError):
-        _round_trip_connector(_connector_url(tls_broker, other_ca))
+        _round_trip_connector(_connector_url(tls_broker.tls_port, other_ca))
 
 
 def test_connector_with_verification_turned_off_connects_to_an_unknown_server(
@@ -152,9 +154,29 @@ def test_a_required_client_certificate_refuses_clients_without_one(
     config = {"tls": tls_settings(ca, server_cert, fail_if_no_peer_cert=True)}
     with Broker(config=config) as b:
         with pytest.raises(AMQPConnectionError):
-            _round_trip_connector(_connector_url(b, ca))
-        assert _round_trip_connector(_connector_url(b, ca, client_cert)) == b"over tls"
+            _round_trip_connector(_connector_url(b.tls_port, ca))
+        assert _round_trip_connector(_connector_url(b.tls_port, ca, client_cert)) == b"over tls"
 
 
 def test_plain_amqp_listener_keeps_serving_beside_tls(tls_broker: Broker) -> None:
     assert _round_trip_connector(tls_broker.url) == b"over tls"
+
+
+def _toml_table(name: str, settings: dict[str, object]) -> str:
+    """A TOML table of string, integer and boolean values (JSON's string escapes are TOML's)."""
+    lines = [f"[{name}]"]
+    for key, value in settings.items():
+        text = str(value).lower() if isinstance(value, bool) else json.dumps(value)
+        lines.append(f"{key} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_cli_serves_amqps_from_the_configs_tls_section(
+    tmp_path: Path, ca: CertificateAuthority, server_cert: Issued, client_cert: Issued
+) -> None:
+    tls_port = free_port()
+    config = tmp_path / "broker.toml"
+    config.write_text(_toml_table("tls", tls_settings(ca, server_cert, port=tls_port)))
+    with BrokerProcess(tmp_path / "data", "--config", str(config)):
+        assert _round_trip_connector(_connector_url(tls_port, ca)) == b"over tls"
+        assert _round_trip_connector(_connector_url(tls_port, ca, client_cert)) == b"over tls"
