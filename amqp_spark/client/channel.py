@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 30.0
 #: Optional field-table arguments of declare, bind and consume.
 Arguments = dict[str, Any] | None
+#: How many encoded basic.publish payloads a channel keeps (exchange, routing key, mandatory).
+_PUBLISH_PAYLOADS_CACHED = 1024
 #: (routing_key, body, properties) as basic_publish_batch takes them.
 BatchMessage = tuple[str, bytes, "Properties | Mapping[str, Any] | None"]
 
@@ -70,7 +73,16 @@ class Channel:
         self.spec = connection.spec
         self.timeout = DEFAULT_TIMEOUT  #: bound of each wait for a reply or for room to publish
         self.max_in_flight = 1000  #: unconfirmed messages a publisher may have outstanding
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        # What callers wait for, one condition each on the channel's lock, so that the I/O
+        # thread wakes only the callers whose wait it ends: a reply to a request, a
+        # delivery (or a cancel), room to publish (confirms settled, flow resumed, the
+        # connection unblocked) or every confirm.
+        self._replied = threading.Condition(self._lock)
+        self._arrived = threading.Condition(self._lock)
+        self._settled = threading.Condition(self._lock)
+        #: Per waiting publisher: the outstanding count at or below which it may go on.
+        self._settle_targets: list[int] = []
         self._requests: deque[_Request] = deque()
         self._deliveries: deque[Delivery] = deque()
         self._server_cancelled: list[str] = []
@@ -80,7 +92,9 @@ class Channel:
         self._error: ClientError | None = None
         self._publish = self.spec.method("basic.publish")
         self._properties = self.spec.properties("basic")
-        self._no_properties = self._properties()
+        self._empty_property_list = self._properties().encode_list()
+        #: Encoded basic.publish payloads by (exchange, routing key, mandatory).
+        self._publish_payloads: dict[tuple[str, str, bool], bytes] = {}
 
     def __repr__(self) -> str:
         state = "open" if self._error is None else "closed"
@@ -93,7 +107,7 @@ class Channel:
     @property
     def unconfirmed(self) -> int:
         """Messages published in confirm mode that the broker has not confirmed yet."""
-        with self._cond:
+        with self._lock:
             return 0 if self._confirms is None else self._confirms.outstanding
 
     # -- requests -----------------------------------------------------------------------------
@@ -129,13 +143,13 @@ class Channel:
             return None
 
         def enqueue() -> None:
-            with self._cond:
+            with self._lock:
                 self._check_open()
                 self._requests.append(request)
 
         self.connection._send(self.connection._proto.send_method(self.number, method), enqueue)
-        with self._cond:
-            self._cond.wait_for(
+        with self._lock:
+            self._replied.wait_for(
                 lambda: request.reply is not None or self._error is not None, self.timeout
             )
             if request.reply is not None:
@@ -243,14 +257,14 @@ class Channel:
     ) -> str:
         """Start a consumer; its deliveries are buffered for ``next_delivery``. Returns its tag."""
         ok = self._call_with("basic.consume", locals())
-        with self._cond:
+        with self._lock:
             self._consumers.add(ok.consumer_tag)
         return str(ok.consumer_tag)
 
     def basic_cancel(self, consumer_tag: str) -> None:
         """Stop a consumer. Deliveries already buffered stay available."""
         self._call("basic.cancel", consumer_tag=consumer_tag)
-        with self._cond:
+        with self._lock:
             self._consumers.discard(consumer_tag)
 
     def next_delivery(self, timeout: float = 1.0) -> Delivery | None:
@@ -258,21 +272,26 @@ class Channel:
 
         Raises ``ConsumerCancelled`` once when the server cancelled consumers and nothing
         is buffered, and the channel's error once the channel is closed and drained."""
-        with self._cond:
-            self._cond.wait_for(
-                lambda: self._deliveries or self._server_cancelled or self._error is not None,
-                timeout,
-            )
+        with self._lock:
+            if not self._deliveries:
+                self._arrived.wait_for(
+                    lambda: self._deliveries or self._server_cancelled or self._error is not None,
+                    timeout,
+                )
             return self._take_delivery()
 
     def drain_deliveries(self, max_count: int = 1000) -> list[Delivery]:
-        """Up to ``max_count`` deliveries that have already arrived; never blocks."""
-        with self._cond:
+        """Up to ``max_count`` deliveries that have already arrived; never blocks. One
+        round of the channel's lock, however many."""
+        with self._lock:
             deliveries = self._deliveries
             if not deliveries:
                 first = self._take_delivery()
                 return [] if first is None else [first]
-            return [deliveries.popleft() for _ in range(min(max_count, len(deliveries)))]
+            if max_count >= len(deliveries):
+                self._deliveries = deque()
+                return list(deliveries)
+            return [deliveries.popleft() for _ in range(max_count)]
 
     def _take_delivery(self) -> Delivery | None:
         if self._deliveries:
@@ -330,7 +349,7 @@ class Channel:
     def confirm_select(self) -> None:
         """Put the channel in confirm mode: the broker acks or nacks every publish."""
         self._call("confirm.select")
-        with self._cond:
+        with self._lock:
             if self._confirms is None:
                 self._confirms = ConfirmTracker()
 
@@ -345,9 +364,13 @@ class Channel:
         """Publish one message; returns its confirm sequence number (0 without confirms).
 
         In confirm mode this blocks only while ``max_in_flight`` messages are unconfirmed."""
-        method = self._publish(exchange=exchange, routing_key=routing_key, mandatory=mandatory)
-        data = self.connection._proto.send_content(
-            self.number, method, self._as_properties(properties), body
+        content = (
+            self._publish_payload(exchange, routing_key, mandatory),
+            self._property_list(properties),
+            body,
+        )
+        data = self.connection._proto.send_encoded_contents(
+            self.number, self._publish.CLASS_ID, (content,)
         )
         seqs = self._write_publishes(data, 1)
         return seqs[0] if seqs else 0
@@ -360,45 +383,56 @@ class Channel:
     ) -> range:
         """Publish many messages with one write; returns their sequence numbers (an empty
         range without confirms). Waits until the whole batch fits in ``max_in_flight``
-        (or nothing is outstanding, for a batch larger than that)."""
-        proto = self.connection._proto
-        publish = self._publish
-        methods: dict[str, Method] = {}
-        parts: list[bytes] = []
-        for routing_key, body, properties in messages:
-            method = methods.get(routing_key)
-            if method is None:
-                method = methods[routing_key] = publish(
-                    exchange=exchange, routing_key=routing_key, mandatory=mandatory
-                )
-            parts.append(
-                proto.send_content(self.number, method, self._as_properties(properties), body)
-            )
-        if not parts:
-            return range(0)
-        return self._write_publishes(b"".join(parts), len(parts))
+        (or nothing is outstanding, for a batch larger than that).
 
-    def _as_properties(self, properties: Properties | Mapping[str, Any] | None) -> Properties:
+        The basic.publish method is encoded once per routing key, the empty property list
+        once per channel, and all frames are joined once."""
+        payloads: dict[str, bytes] = {}
+        payload_of = payloads.get
+        property_list = self._property_list
+        contents = []
+        for routing_key, body, properties in messages:
+            payload = payload_of(routing_key)
+            if payload is None:
+                payload = payloads[routing_key] = self._publish_payload(
+                    exchange, routing_key, mandatory
+                )
+            contents.append((payload, property_list(properties), body))
+        if not contents:
+            return range(0)
+        data = self.connection._proto.send_encoded_contents(
+            self.number, self._publish.CLASS_ID, contents
+        )
+        return self._write_publishes(data, len(contents))
+
+    def _publish_payload(self, exchange: str, routing_key: str, mandatory: bool) -> bytes:
+        """The encoded basic.publish arguments, cached (a bounded number of them)."""
+        key = (exchange, routing_key, mandatory)
+        payload = self._publish_payloads.get(key)
+        if payload is None:
+            if len(self._publish_payloads) >= _PUBLISH_PAYLOADS_CACHED:
+                self._publish_payloads.clear()
+            method = self._publish(exchange=exchange, routing_key=routing_key, mandatory=mandatory)
+            payload = self._publish_payloads[key] = method.encode()
+        return payload
+
+    def _property_list(self, properties: Properties | Mapping[str, Any] | None) -> bytes:
         if properties is None:
-            return self._no_properties
+            return self._empty_property_list
         if isinstance(properties, Properties):
-            return properties
-        return self._properties(**properties)
+            return properties.encode_list()
+        return self._properties(**properties).encode_list()
 
     def _write_publishes(self, data: bytes, count: int) -> range:
-        self.connection._wait_unblocked()
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._may_publish(count), self.timeout):
-                raise ClientTimeout(
-                    f"no room to publish on channel {self.number} within {self.timeout}s "
-                    f"({self._confirms.outstanding if self._confirms else 0} unconfirmed)"
-                )
+        with self._lock:
+            if not self._may_publish(count):
+                self._wait_for_room(count)
             self._check_open()
         seqs = range(0)
 
         def register() -> None:
             nonlocal seqs
-            with self._cond:
+            with self._lock:
                 self._check_open()
                 if self._confirms is not None:
                     seqs = self._confirms.published(count)
@@ -409,25 +443,71 @@ class Channel:
     def _may_publish(self, count: int) -> bool:
         if self._error is not None:
             return True
-        if not self._flow_active:
+        if not self._flow_active or self.connection.blocked:
             return False
         confirms = self._confirms
-        if confirms is None or confirms.outstanding == 0:
+        if confirms is None:
             return True
-        return confirms.outstanding + count <= self.max_in_flight
+        outstanding = confirms.outstanding
+        return outstanding == 0 or outstanding + count <= self.max_in_flight
+
+    def _wait_for_room(self, count: int) -> None:
+        """Under the lock: wait until ``count`` more messages may be published. The bound
+        is ``connection.blocked_timeout`` while the server blocks the connection (a resource
+        alarm may well begin while we wait for confirms), else ``timeout``, counted from
+        the end of the block if there was one."""
+        connection = self.connection
+        began = time.monotonic()
+        blocked_since: float | None = None
+        target = max(0, self.max_in_flight - count)
+        self._settle_targets.append(target)
+        try:
+            while not self._may_publish(count):
+                now = time.monotonic()
+                blocked = connection.blocked
+                if blocked:
+                    blocked_since = now if blocked_since is None else blocked_since
+                    limit, since = connection.blocked_timeout, blocked_since
+                else:
+                    if blocked_since is not None:  # unblocked: confirms resume from now on
+                        began, blocked_since = now, None
+                    limit, since = self.timeout, began
+                remaining = since + limit - now
+                if remaining <= 0:
+                    raise ClientTimeout(self._no_room_reason(blocked, limit))
+                self._settled.wait(remaining)
+        finally:
+            self._settle_targets.remove(target)
+
+    def _no_room_reason(self, blocked: bool, limit: float) -> str:
+        if blocked:
+            reason = self.connection.blocked_reason or "no reason given"
+            return f"the server has blocked publishing on this connection for {limit}s ({reason})"
+        if not self._flow_active:
+            return f"the server stopped channel {self.number} (channel.flow) for {limit}s"
+        outstanding = self._confirms.outstanding if self._confirms else 0
+        return (
+            f"no room to publish on channel {self.number} within {limit}s "
+            f"({outstanding} unconfirmed)"
+        )
 
     def wait_for_confirms(self, timeout: float = 30.0) -> None:
         """Wait until every message published so far is confirmed.
 
         Raises ``PublishNacked`` (sequence numbers) or ``PublishReturned`` (the returned
         messages) for what went wrong since the last call; ``ClientTimeout`` on timeout."""
-        with self._cond:
+        with self._lock:
             confirms = self._confirms
             if confirms is None:
                 raise ClientError("wait_for_confirms needs confirm_select() first")
-            if not self._cond.wait_for(
-                lambda: confirms.outstanding == 0 or self._error is not None, timeout
-            ):
+            self._settle_targets.append(0)
+            try:
+                settled = self._settled.wait_for(
+                    lambda: confirms.outstanding == 0 or self._error is not None, timeout
+                )
+            finally:
+                self._settle_targets.remove(0)
+            if not settled:
                 raise ClientTimeout(
                     f"{confirms.outstanding} message(s) still unconfirmed after {timeout}s"
                 )
@@ -436,14 +516,20 @@ class Channel:
         if failure is not None:
             raise failure
 
+    def _wake_publishers(self) -> None:
+        """The connection was blocked or unblocked: publishers waiting for room re-check."""
+        with self._lock:
+            self._settled.notify_all()
+
     # -- what the I/O thread delivers ---------------------------------------------------------
 
     def _on_events(self, events: list[MethodReceived | ContentReceived]) -> None:
         """Called by the I/O thread with a run of methods (and contents) for this channel:
-        one lock round for the run, then the answers the protocol demands, sent outside the
-        condition (see the lock order in connection.py)."""
+        one lock round for the run, one wake-up of the callers it concerns, then the answers
+        the protocol demands, sent outside the lock (see the lock order in connection.py)."""
         to_answer = []
-        with self._cond:
+        with self._lock:
+            buffered = len(self._deliveries)
             for event in events:
                 if isinstance(event, ContentReceived):
                     handled = self._route(event.method, event.properties, event.body)
@@ -451,12 +537,18 @@ class Channel:
                     handled = self._route(event.method, None, b"")
                 if not handled:
                     to_answer.append(event.method)
-            self._cond.notify_all()
+            if len(self._deliveries) > buffered:
+                self._arrived.notify_all()
+            targets, confirms = self._settle_targets, self._confirms
+            if targets and confirms is not None and confirms.outstanding <= max(targets):
+                self._settled.notify_all()
         for method in to_answer:
             self._answer(method)
 
     def _route(self, m: Any, properties: Properties | None, body: bytes) -> bool:
-        """Apply one received method (under the condition); False: it needs an answer."""
+        """Apply one received method (under the lock); False: it needs an answer. Wakes
+        the callers waiting for a reply, a cancel or a flow change; deliveries and confirms
+        wake theirs once per run (``_on_events``)."""
         name = m.NAME
         requests = self._requests
         if name == "channel.close":
@@ -469,6 +561,7 @@ class Channel:
             pass  # the channel is closed: what follows the close is moot
         elif requests and name in requests[0].responses:
             requests.popleft().reply = (m, properties, body)
+            self._replied.notify_all()
         elif name == "basic.deliver":
             assert properties is not None
             self._deliveries.append(
@@ -502,9 +595,11 @@ class Channel:
         elif name == "basic.cancel":
             self._consumers.discard(m.consumer_tag)
             self._server_cancelled.append(m.consumer_tag)
+            self._arrived.notify_all()
             return bool(m.no_wait)
         elif name == "channel.flow":
             self._flow_active = bool(m.active)
+            self._settled.notify_all()
             return False
         else:
             log.warning("channel %d: ignoring unexpected %s", self.number, name)
@@ -528,11 +623,12 @@ class Channel:
 
     def _fail(self, error: ClientError) -> None:
         """The channel is closed: wake every waiter with ``error``."""
-        with self._cond:
+        with self._lock:
             self._close_under_lock(error)
 
     def _close_under_lock(self, error: ClientError) -> None:
         if self._error is None:
             self._error = error
             self._requests.clear()
-            self._cond.notify_all()
+            for condition in (self._replied, self._arrived, self._settled):
+                condition.notify_all()

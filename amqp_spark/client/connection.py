@@ -33,7 +33,7 @@ from amqp_spark.protocol.events import (
 
 from . import sasl
 from .channel import Channel
-from .exceptions import AMQPConnectionError, ClientError, ClientTimeout, ConnectionClosed
+from .exceptions import AMQPConnectionError, ClientError, ConnectionClosed
 from .parameters import ConnectionParameters, parse_url
 
 log = logging.getLogger(__name__)
@@ -313,21 +313,6 @@ class Connection:
         if self._error is not None:
             raise self._error
 
-    def _wait_unblocked(self) -> None:
-        """Hold a publisher (at most ``blocked_timeout``) while the server blocks us."""
-        if not self.blocked:
-            return
-        with self._state:
-            self._state.wait_for(
-                lambda: not self.blocked or self._error is not None, self.blocked_timeout
-            )
-            self._check_open()
-            if self.blocked:
-                raise ClientTimeout(
-                    f"the server has blocked publishing on this connection "
-                    f"({self.blocked_reason or 'no reason given'})"
-                )
-
     # -- the I/O thread -----------------------------------------------------------------------
 
     def _io_loop(self) -> None:
@@ -440,7 +425,9 @@ class Connection:
             with self._state:
                 self.blocked = name == "connection.blocked"
                 self.blocked_reason = getattr(method, "reason", "") if self.blocked else ""
-                self._state.notify_all()
+                channels = list(self._channels.values())
+            for ch in channels:
+                ch._wake_publishers()
         else:
             log.warning("ignoring unexpected %s from %s", name, self.params.redacted_url())
 

@@ -34,6 +34,8 @@ _CONTENT_HEADER = struct.Struct(">HHQ")
 _FRAME_HEAD = frames.FRAME_HEADER
 #: A frame header preceded by the frame-end octet of the frame before it.
 _END_AND_HEAD = struct.Struct(">BBHI")
+#: A content header frame's header with the class-id, weight and body size it starts with.
+_HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
 _METHOD_IDS = struct.Struct(">HH")
 _CHANNEL_CLOSE_METHODS = frozenset({"channel.close", "channel.close-ok"})
 _CONNECTION_CLOSE_METHODS = frozenset({"connection.close", "connection.close-ok"})
@@ -145,6 +147,42 @@ class Connection:
         else:
             parts.append(b"\xce")
             parts += frames.encode_body_frames(channel, body, frame_max)
+        return b"".join(parts)
+
+    def send_encoded_contents(
+        self, channel: int, class_id: int, contents: Iterable[tuple[bytes, bytes, bytes]]
+    ) -> bytes:
+        """Many content-bearing methods of class ``class_id`` at once, from their encoded
+        parts: each item is (``Method.encode()``, ``Properties.encode_list()``, body). The
+        bytes are those ``send_content`` writes for each, concatenated; a method payload
+        that is the same object as the item before's is framed only once."""
+        frame_max = self.frame_max or _NO_FRAME_LIMIT
+        body_limit = frame_max - frames.FRAME_OVERHEAD
+        header_head = _HEADER_FRAME_HEAD.pack
+        body_head = _END_AND_HEAD.pack
+        parts: list[bytes] = []
+        last_payload: bytes | None = None
+        method_frame = b""
+        for payload, property_list, body in contents:
+            if payload is not last_payload:
+                last_payload = payload
+                method_frame = (
+                    _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
+                )
+            size = len(body)
+            header = header_head(frames.HEADER, channel, 12 + len(property_list), class_id, 0, size)
+            if 0 < size <= body_limit:
+                parts += (
+                    method_frame,
+                    header,
+                    property_list,
+                    body_head(frames.FRAME_END, frames.BODY, channel, size),
+                    body,
+                    b"\xce",
+                )
+            else:
+                parts += (method_frame, header, property_list, b"\xce")
+                parts += frames.encode_body_frames(channel, body, frame_max)
         return b"".join(parts)
 
     def send_heartbeat(self) -> bytes:

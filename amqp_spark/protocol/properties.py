@@ -53,6 +53,12 @@ class Properties:
         """The payload of a content header frame for a body of ``body_size`` bytes."""
         raise NotImplementedError
 
+    def encode_list(self) -> bytes:
+        """The property flags and property list: a content header's payload after its
+        class-id, weight and body size (independent of the body, so a publisher may encode
+        it once for many messages; see ``Connection.send_encoded_contents``)."""
+        raise NotImplementedError
+
     @classmethod
     def decode(cls, data: bytes, offset: int) -> Properties:
         """Decode the property-flags words and the property list at ``offset``; the list
@@ -119,27 +125,35 @@ def _compile(cdef: ClassDef) -> dict[str, Any]:
     init = [f"def __init__(self, *, {', '.join(f'{n}=None' for n in names)}):"]
     init += [f"    self.{n} = {n}" for n in names]
 
-    encode = [
-        "def encode_header(self, body_size):",
-        f"    {' = '.join(words)} = 0",
-        "    parts = []",
-    ]
-    encode += ["    try:"]
+    # The statements shared by encode_header and encode_list: flags words w0.. and parts.
+    flags_and_parts = [f"    {' = '.join(words)} = 0", "    parts = []", "    try:"]
     for index, pdef in enumerate(props):
-        encode += codegen.indent(_encode_statements(pdef, index), 2)
-    encode += [
+        flags_and_parts += codegen.indent(_encode_statements(pdef, index), 2)
+    flags_and_parts += [
         "    except ENCODE_ERRORS as exc:",
         f"        raise syntax_error(f'{cdef.name} properties: {{exc}}') from None",
     ]
     # Continuation: a word is followed by the next when any later word has a flag set.
     for i in range(word_count - 2, -1, -1):
-        encode.append(f"    if w{i + 1}:")
-        encode.append(f"        w{i} |= 1")
-    encode.append("    head = HEAD.pack(CLASS_ID, 0, body_size, w0)")
+        flags_and_parts.append(f"    if w{i + 1}:")
+        flags_and_parts.append(f"        w{i} |= 1")
+    more_words = []
     for i in range(1, word_count):
-        encode.append(f"    {'    ' * (i - 1)}if w{i - 1} & 1:")
-        encode.append(f"    {'    ' * i}head += WORD.pack(w{i})")
-    encode.append("    return head + b''.join(parts) if parts else head")
+        more_words.append(f"    {'    ' * (i - 1)}if w{i - 1} & 1:")
+        more_words.append(f"    {'    ' * i}head += WORD.pack(w{i})")
+    tail = "    return head + b''.join(parts) if parts else head"
+    encode = [
+        "def encode_header(self, body_size):",
+        *flags_and_parts,
+        "    head = HEAD.pack(CLASS_ID, 0, body_size, w0)",
+        *more_words,
+        tail,
+        "def encode_list(self):",
+        *flags_and_parts,
+        "    head = WORD.pack(w0)",
+        *more_words,
+        tail,
+    ]
 
     decode = ["def decode(cls, data, offset):", "    self = cls.__new__(cls)", "    try:"]
     if word_count == 1:
@@ -183,6 +197,7 @@ def _compile(cdef: ClassDef) -> dict[str, Any]:
     return {
         "__init__": scope["__init__"],
         "encode_header": scope["encode_header"],
+        "encode_list": scope["encode_list"],
         "decode": classmethod(scope["decode"]),
     }
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from amqp_spark.client import PublishNacked, PublishReturned
 from amqp_spark.client.confirms import ConfirmTracker
 from amqp_spark.client.delivery import ReturnedMessage
@@ -47,3 +50,36 @@ def test_returns_are_reported_even_when_acked() -> None:
     failure = t.take_failure()
     assert isinstance(failure, PublishReturned)
     assert (failure.count, failure.reply_code, failure.reply_text) == (1, 312, "NO_ROUTE")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 12), st.booleans(), st.booleans(), st.integers(0, 4)),
+        max_size=60,
+    )
+)
+def test_settling_agrees_with_a_set_of_outstanding_sequence_numbers(
+    steps: list[tuple[int, bool, bool, int]],
+) -> None:
+    """Any mix of publishes, single and multiple acks and nacks, in or out of order,
+    duplicated or for unknown tags: the tracker settles what a plain set would."""
+    t = ConfirmTracker()
+    outstanding: set[int] = set()
+    nacked: list[int] = []
+    for tag, multiple, ack, publish in steps:
+        outstanding.update(t.published(publish))
+        if multiple:
+            hit = sorted(s for s in outstanding if tag == 0 or s <= tag)
+        else:
+            hit = [tag] if tag in outstanding else []
+        outstanding.difference_update(hit)
+        if not ack:
+            nacked += hit
+        t.confirmed(tag, multiple, ack=ack)
+        assert t.outstanding == len(outstanding)
+    failure = t.take_failure()
+    if nacked:
+        assert isinstance(failure, PublishNacked) and failure.sequence_numbers == nacked
+    else:
+        assert failure is None

@@ -53,8 +53,10 @@ def test_drain_deliveries_never_blocks_and_respects_max_count(channel: Channel, 
     while message_count(channel, queue) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.2)
-    assert len(channel.drain_deliveries(max_count=12)) == 12
-    assert len(channel.drain_deliveries(max_count=100)) == 18
+    first, rest = channel.drain_deliveries(max_count=12), channel.drain_deliveries(max_count=100)
+    assert (len(first), len(rest)) == (12, 18)
+    assert [d.body for d in first + rest] == [b"%d" % i for i in range(30)]
+    assert channel.drain_deliveries() == []
 
 
 def test_next_delivery_times_out_with_none(channel: Channel, queue: str) -> None:
