@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 from amqp_spark.protocol import SPEC_0_9_1, Connection, events
 from benchmarks.common import Row, row
+from tests.durability.broker_process import BrokerProcess
 
 M = SPEC_0_9_1.method
 BODY = b"x" * 100
 BATCH = 500  #: publishes per socket write
 WINDOW = 5000  #: unconfirmed publishes allowed in flight
 PREFETCH = 2000
-REPO = Path(__file__).resolve().parents[1]
 
 
 class Client:
@@ -112,11 +110,14 @@ class Client:
                 acked = ev.method.delivery_tag  # type: ignore[attr-defined]
         return acked
 
-    def consume(self, queues: list[str], n: int) -> None:
-        """Consume ``n`` messages from ``queues``, acking in batches."""
+    def consume(
+        self, queues: list[str], n: int, arguments: dict[str, object] | None = None
+    ) -> None:
+        """Consume ``n`` messages from ``queues`` (basic.consume ``arguments``, e.g. a stream's
+        ``x-stream-offset``), acking in batches."""
         self.call(M("basic.qos")(prefetch_count=PREFETCH), "basic.qos-ok")
         for q in queues:
-            self.call(M("basic.consume")(queue=q), "basic.consume-ok")
+            self.call(M("basic.consume")(queue=q, arguments=arguments), "basic.consume-ok")
         got = last_acked = 0
         while got < n:
             for ev in self.read():
@@ -183,32 +184,9 @@ def measure(host: str, port: int, quick: bool) -> dict[str, float]:
 
 @contextlib.contextmanager
 def bundled_broker() -> Iterator[tuple[str, int]]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "broker",
-            "--port",
-            str(port),
-            "--in-memory",
-            "--log-level",
-            "WARNING",
-        ],
-        cwd=REPO,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            time.sleep(0.05)
-        yield "127.0.0.1", port
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    """(host, port) of ``python -m broker --in-memory`` in its own process."""
+    with BrokerProcess(None, "--log-level", "WARNING") as broker:
+        yield "127.0.0.1", broker.port
 
 
 def run(quick: bool) -> list[Row]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -15,42 +14,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.common import Row, row
+from tests.durability.broker_process import BrokerProcess
 from tests.security.raw_client import M, call, open_raw
 from tests.security.traffic import consume, publish
 
-REPO = Path(__file__).resolve().parents[1]
 CONFIG = "heartbeat = 0\nconnection_max = 20000\nwrite_buffer_high = 1048576\n"
 
 
 @contextlib.contextmanager
 def broker_process() -> Iterator[tuple[int, int]]:
-    """(pid, port) of ``python -m broker`` on an ephemeral port of 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    """(pid, port) of ``python -m broker --in-memory`` on a free port of 127.0.0.1."""
     with tempfile.TemporaryDirectory() as folder:
         config = Path(folder) / "broker.toml"
         config.write_text(CONFIG)
-        cmd = [
-            sys.executable,
-            "-m",
-            "broker",
-            "--in-memory",
-            "--port",
-            str(port),
-            "--config",
-            str(config),
-        ]
-        proc = subprocess.Popen([*cmd, "--log-level", "WARNING"], cwd=REPO)
-        try:
-            for _ in range(200):
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port)):
-                    break
-                time.sleep(0.05)
-            yield proc.pid, port
-        finally:
-            proc.terminate()
-            proc.wait(10)
+        with BrokerProcess(None, "--config", str(config), "--log-level", "WARNING") as broker:
+            assert broker.proc is not None
+            yield broker.proc.pid, broker.port
 
 
 def rss(pid: int) -> int:

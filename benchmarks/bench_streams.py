@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pika
 
-from amqp_spark.protocol import events
-from benchmarks.bench_broker import PREFETCH, Client, M
+from benchmarks.bench_broker import Client, M
 from benchmarks.common import Row, row
 from broker.streams.log import SegmentedLog
 from tests.durability.broker_process import BrokerProcess
@@ -85,21 +84,8 @@ def _publish_rate(
 
 def _consume_first_rate(client: Client, queue: str, messages: int) -> float:
     """msgs/s reading ``messages`` from offset ``first``, acking (credit) as they come."""
-    client.call(M("basic.qos")(prefetch_count=PREFETCH), "basic.qos-ok")
     began = time.perf_counter()
-    client.call(
-        M("basic.consume")(queue=queue, arguments={"x-stream-offset": "first"}),
-        "basic.consume-ok",
-    )
-    got = acked = 0
-    while got < messages:
-        for ev in client.read():
-            if isinstance(ev, events.ContentReceived):
-                got += 1
-                tag = ev.method.delivery_tag  # type: ignore[attr-defined]
-        if got - acked >= PREFETCH // 4:
-            client._send(1, M("basic.ack")(delivery_tag=tag, multiple=True))
-            acked = got
+    client.consume([queue], messages, {"x-stream-offset": "first"})
     return messages / (time.perf_counter() - began)
 
 

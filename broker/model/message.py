@@ -4,14 +4,35 @@ from __future__ import annotations
 
 from typing import Any
 
+from amqp_spark.protocol import SPEC_0_9_1
 from amqp_spark.protocol.values import encode_shortstr
+
+_BasicProperties = SPEC_0_9_1.properties("basic")
+#: class-id u16, weight u16, body-size u64: what precedes the property flags in a header
+HEADER_PREFIX = 12
+
+#: Encoded envelopes by (exchange, routing key): publishers reuse a few of them.
+_envelopes: dict[tuple[str, str], bytes] = {}
+_ENVELOPES_KEPT = 4096
+
+
+def encode_envelope(exchange: str, routing_key: str) -> bytes:
+    """Exchange and routing key as the tail of basic.deliver encodes them (cached)."""
+    key = (exchange, routing_key)
+    envelope = _envelopes.get(key)
+    if envelope is None:
+        if len(_envelopes) >= _ENVELOPES_KEPT:
+            _envelopes.clear()
+        envelope = _envelopes[key] = encode_shortstr(exchange) + encode_shortstr(routing_key)
+    return envelope
 
 
 class Message:
     """An immutable published message, shared by every queue it was routed to.
 
     The encoded content header is computed once, on first delivery, and reused for every
-    delivery of the message to any consumer.
+    delivery of the message to any consumer; a message read back from disk is given the
+    header it was stored with (``header``), which is never encoded again.
     """
 
     __slots__ = (
@@ -26,14 +47,25 @@ class Message:
         "msg_id",
     )
 
-    def __init__(self, exchange: str, routing_key: str, properties: Any, body: bytes) -> None:
-        """``properties`` is a generated ``Properties`` of class basic."""
+    def __init__(
+        self,
+        exchange: str,
+        routing_key: str,
+        properties: Any,
+        body: bytes,
+        *,
+        header: bytes | None = None,
+        envelope: bytes | None = None,
+    ) -> None:
+        """``properties`` is a generated ``Properties`` of class basic; ``header`` and
+        ``envelope``, when given, are the encoded content header (``header_payload``) and
+        ``envelope`` of exactly these properties, exchange and routing key."""
         self.exchange = exchange
         self.routing_key = routing_key
         self.properties = properties
         self.body = body
-        self._header: bytes | None = None
-        self._envelope: bytes | None = None
+        self._header = header
+        self._envelope = envelope
         prio = properties.priority
         self.priority: int = prio if isinstance(prio, int) else 0
         self.ttl: int | None = _parse_expiration(properties.expiration)
@@ -51,7 +83,7 @@ class Message:
     def envelope(self) -> bytes:
         """Exchange and routing key as the tail of basic.deliver encodes them."""
         if self._envelope is None:
-            self._envelope = encode_shortstr(self.exchange) + encode_shortstr(self.routing_key)
+            self._envelope = encode_envelope(self.exchange, self.routing_key)
         return self._envelope
 
     @property
@@ -61,6 +93,58 @@ class Message:
     @property
     def headers(self) -> dict[str, Any]:
         return self.properties.headers or {}
+
+
+class StoredMessage(Message):
+    """A message read back from disk (a spilled queue entry, a journaled message, a stream
+    record) as the bytes a delivery sends: envelope, content header, body. A basic.deliver
+    needs nothing else, so the properties, and the priority and TTL they give, are decoded
+    only when something asks for them."""
+
+    __slots__ = ("_decoded",)
+
+    def __init__(
+        self, exchange: str, routing_key: str, envelope: bytes, header: bytes, body: bytes
+    ) -> None:
+        # Message.__init__ reads the decoded properties: its fields are set here.
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self._envelope = envelope
+        self._header = header
+        self.body = body
+        self.msg_id = 0
+        self._decoded: Any = None
+
+    def decode_properties(self, header: bytes) -> Any:
+        return _BasicProperties.decode(header, HEADER_PREFIX)
+
+    @property
+    def properties(self) -> Any:
+        if self._decoded is None:
+            assert self._header is not None
+            self._decoded = self.decode_properties(self._header)
+        return self._decoded
+
+    @properties.setter
+    def properties(self, value: Any) -> None:
+        self._decoded = value
+
+    @property
+    def priority(self) -> int:
+        priority = self.properties.priority
+        return priority if isinstance(priority, int) else 0
+
+    @priority.setter
+    def priority(self, value: int) -> None:
+        raise AttributeError("a stored message's priority is its properties'")
+
+    @property
+    def ttl(self) -> int | None:
+        return _parse_expiration(self.properties.expiration)
+
+    @ttl.setter
+    def ttl(self, value: int | None) -> None:
+        raise AttributeError("a stored message's TTL is its properties'")
 
 
 def _parse_expiration(value: Any) -> int | None:

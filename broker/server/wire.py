@@ -13,10 +13,14 @@ from amqp_spark.protocol.frames import FRAME_HEADER, encode_body_frames
 from ..model.message import Message
 
 _DELIVER_IDS = struct.pack(">HH", 60, 60)
-_TAG = struct.Struct(">Q")
-_REDELIVERED = (b"\x00", b"\x01")
+_TAG_AND_REDELIVERED = struct.Struct(">QB")
+#: class/method ids, delivery tag and redelivered: what basic.deliver adds to its strings
+_DELIVER_FIXED = len(_DELIVER_IDS) + _TAG_AND_REDELIVERED.size
 _METHOD, _HEADER, _BODY = 1, 2, 3
 _END = b"\xce"
+#: The frame-end octet of one frame and the header of the next.
+_END_AND_HEAD = struct.Struct(">BBHI")
+_FRAME_END = 0xCE
 
 
 def deliver_frames(
@@ -28,45 +32,32 @@ def deliver_frames(
     message: Message,
     frame_max: int,
 ) -> int:
-    """Append the frames of one basic.deliver to ``out``; returns the bytes appended.
-    ``consumer_tag`` is already encoded as a short string."""
-    payload = b"".join(
-        (
-            _DELIVER_IDS,
-            consumer_tag,
-            _TAG.pack(delivery_tag),
-            _REDELIVERED[redelivered],
-            message.envelope,
-        )
-    )
+    """Append the frames of one basic.deliver to ``out`` (as parts, joined when the
+    connection writes); returns the bytes appended. ``consumer_tag`` is already encoded as
+    a short string."""
+    envelope = message.envelope
     header = message.header_payload
     body = message.body
-    pack = FRAME_HEADER.pack
-    if len(body) <= frame_max - 8:
-        out.append(
-            b"".join(
-                (
-                    pack(_METHOD, channel, len(payload)),
-                    payload,
-                    _END,
-                    pack(_HEADER, channel, len(header)),
-                    header,
-                    _END,
-                    pack(_BODY, channel, len(body)) if body else b"",
-                    body,
-                    _END if body else b"",
-                )
-            )
-        )
-        return len(payload) + len(header) + len(body) + 24
-    chunks = [
-        pack(_METHOD, channel, len(payload)),
-        payload,
-        _END,
-        pack(_HEADER, channel, len(header)),
+    method_size = _DELIVER_FIXED + len(consumer_tag) + len(envelope)
+    header_size = len(header)
+    body_size = len(body)
+    method_parts = (
+        FRAME_HEADER.pack(_METHOD, channel, method_size),
+        _DELIVER_IDS,
+        consumer_tag,
+        _TAG_AND_REDELIVERED.pack(delivery_tag, redelivered),
+        envelope,
+        _END_AND_HEAD.pack(_FRAME_END, _HEADER, channel, header_size),
         header,
-        _END,
-    ]
-    chunks += encode_body_frames(channel, body, frame_max)
-    out.extend(chunks)
-    return len(payload) + len(header) + len(body) + 16 + 8 * (len(chunks) - 6) // 3
+    )
+    if 0 < body_size <= frame_max - 8:
+        out += method_parts
+        out += (_END_AND_HEAD.pack(_FRAME_END, _BODY, channel, body_size), body, _END)
+        return method_size + header_size + body_size + 24
+    out += method_parts
+    out.append(_END)
+    if not body_size:
+        return method_size + header_size + 16
+    chunks = encode_body_frames(channel, body, frame_max)
+    out += chunks
+    return method_size + header_size + body_size + 16 + 8 * len(chunks) // 3

@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import struct
 
-from amqp_spark.protocol import SPEC_0_9_1
-from broker.model.message import Message
+from broker.model.message import Message, StoredMessage
 
 _HEADER_LENGTH = struct.Struct("<I")
-#: class-id u16, weight u16, body-size u64: what precedes the property flags in the payload
-_HEADER_PREFIX = 12
-_BasicProperties = SPEC_0_9_1.properties("basic")
 
 
 def encode_message(message: Message) -> bytes:
@@ -34,13 +30,24 @@ def encode_message(message: Message) -> bytes:
     )
 
 
-def decode_message(data: bytes) -> Message:
-    pos = data[0] + 1
-    exchange = data[1:pos].decode()
-    end = pos + 1 + data[pos]
-    routing_key = data[pos + 1 : end].decode()
+def encoded_parts(data: bytes) -> tuple[bytes, bytes, bytes]:
+    """The envelope (exchange and routing key as short strings, as basic.deliver ends with
+    them), the content-header payload and the body of an encoded message, undecoded."""
+    end = data[0] + 1
+    end += 1 + data[end]
     (header_length,) = _HEADER_LENGTH.unpack_from(data, end)
-    pos = end + 4
-    header = data[pos : pos + header_length]
-    properties = _BasicProperties.decode(header, _HEADER_PREFIX)
-    return Message(exchange, routing_key, properties, data[pos + header_length :])
+    pos = end + _HEADER_LENGTH.size
+    return data[:end], data[pos : pos + header_length], data[pos + header_length :]
+
+
+def decode_message(data: bytes) -> StoredMessage:
+    """The message, its properties decoded when first asked for."""
+    envelope, header, body = encoded_parts(data)
+    exchange, routing_key = envelope_names(envelope)
+    return StoredMessage(exchange, routing_key, envelope, header, body)
+
+
+def envelope_names(envelope: bytes) -> tuple[str, str]:
+    """The exchange and routing key an envelope encodes."""
+    end = envelope[0] + 1
+    return envelope[1:end].decode(), envelope[end + 1 :].decode()

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from amqp_spark.protocol import errors
-from amqp_spark.protocol.values import Long
 
 from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue
 from ..model.vhost import amqp_type_name
-from ..store.message_codec import decode_message, encode_message
+from ..store.message_codec import encode_message
+from .delivery import OFFSET_HEADER, StreamDelivery, chunk_deliveries
 from .log import SegmentedLog, now_ms
 from .offset_spec import (
     CrashesRabbitMQ,
@@ -81,7 +81,6 @@ _STREAM_ARGS = frozenset(
         "x-queue-leader-locator",
     }
 )
-OFFSET_HEADER = "x-stream-offset"
 
 
 class StreamDirectories(Protocol):
@@ -309,9 +308,7 @@ class StreamQueue(Queue):
                 cursor = self._cursors[consumer]
                 while cursor < log.next_offset and sink.can_deliver(consumer):
                     chunk = log.read_chunk(cursor)
-                    for record in chunk:
-                        delivery = _delivery(record.offset, record.payload)
-                        delivery.sink = sink
+                    for delivery in chunk_deliveries(chunk, sink):
                         sink.deliver(consumer, self, delivery)
                     cursor = chunk[-1].offset + 1
                 self._cursors[consumer] = cursor
@@ -357,21 +354,3 @@ class StreamQueue(Queue):
         consumers, self.consumers = self.consumers, []
         self._cursors.clear()
         return consumers
-
-
-class StreamDelivery(QueuedMessage):
-    """A message read from the log for one delivery, with the offset header added."""
-
-    __slots__ = ("offset", "sink")
-
-    def __init__(self, message: Message, offset: int) -> None:
-        super().__init__(message, None)
-        self.offset = offset
-        self.sink: object | None = None
-
-
-def _delivery(offset: int, payload: bytes) -> StreamDelivery:
-    message = decode_message(payload)
-    properties = message.properties
-    properties.headers = {**(properties.headers or {}), OFFSET_HEADER: Long(offset)}
-    return StreamDelivery(message, offset)

@@ -1,8 +1,10 @@
-"""The broker as a separate program (``python -m broker``) on a data directory, so that a
-test can kill -9 it and start it again."""
+"""The broker as a separate program (``python -m broker``), so that a test can kill -9 it
+and start it again on the same data directory, and a benchmark can measure it apart from
+its clients."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -12,23 +14,22 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from tests.support.rabbitmq import free_port
+
 START_TIMEOUT = 60.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *args: str) -> None:
+    """``python -m broker`` on a free port of 127.0.0.1 with ``args``: on ``data_dir``
+    (its log written beside it), or ``--in-memory`` when that is None (its log on our
+    stderr)."""
+
+    def __init__(self, data_dir: Path | None, *args: str) -> None:
         self.data_dir = data_dir
         self.args = args
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = data_dir.parent / f"{data_dir.name}-broker.log"
+        self.log = data_dir.parent / f"{data_dir.name}-broker.log" if data_dir else None
 
     @property
     def url(self) -> str:
@@ -37,15 +38,15 @@ class BrokerProcess:
     def start(self, timeout: float = START_TIMEOUT) -> BrokerProcess:
         """Start the program and wait until it accepts connections."""
         self.port = free_port()
-        command = [sys.executable, "-m", "broker", "--data-dir", str(self.data_dir)]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(
-                [*command, "--port", str(self.port), *self.args], stderr=log
-            )
+        where = ["--data-dir", str(self.data_dir)] if self.data_dir else ["--in-memory"]
+        command = [sys.executable, "-m", "broker", *where, "--port", str(self.port), *self.args]
+        with open(self.log, "ab") if self.log else contextlib.nullcontext() as log:
+            self.proc = subprocess.Popen(command, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"the broker exited: {self.log.read_text()[-2000:]}")
+                output = self.log.read_text()[-2000:] if self.log else "(see stderr)"
+                raise RuntimeError(f"the broker exited: {output}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 return self

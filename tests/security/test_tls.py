@@ -14,7 +14,8 @@ from pika.exceptions import AMQPConnectionError as PikaConnectionError
 
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
 from broker import Broker
-from tests.durability.broker_process import BrokerProcess, free_port
+from tests.durability.broker_process import BrokerProcess
+from tests.support.rabbitmq import free_port
 
 from .certs import CertificateAuthority, Issued
 from .conftest import tls_settings
@@ -116,7 +117,9 @@ def test_connector_connects_and_verifies_the_server(
 def test_connector_connects_with_a_client_certificate(
     tls_broker: Broker, ca: CertificateAuthority, client_cert: Issued
 ) -> None:
-    assert _round_trip_connector(_connector_url(tls_broker.tls_port, ca, client_cert)) == b"over tls"
+    assert (
+        _round_trip_connector(_connector_url(tls_broker.tls_port, ca, client_cert)) == b"over tls"
+    )
 
 
 def test_connector_refuses_a_server_signed_by_another_ca(

@@ -22,14 +22,6 @@ WAIT = 5.0  # seconds a test waits for deliveries it expects
 
 
 @pytest.fixture
-def connection(broker_url: str) -> Iterator[pika.BlockingConnection]:
-    conn = pika.BlockingConnection(pika.URLParameters(broker_url))
-    yield conn
-    if conn.is_open:
-        conn.close()
-
-
-@pytest.fixture
 def stream(connection: pika.BlockingConnection) -> Iterator[str]:
     """A new, empty stream queue's name."""
     name = f"stream-{uuid.uuid4().hex[:12]}"
