@@ -11,11 +11,11 @@ pika's BlockingConnection, and vs the broker's own ceiling.
   client on the protocol layer alone (``bench_broker.Client``: 500 publishes per write, 5000
   in flight, no threads, no locks, no bookkeeping); our client cannot publish faster than
   the broker confirms.
-* client CPU per message of both publish figures (user + system time of the whole process,
-  the I/O thread included): what the client costs, whatever the broker and the machine's
-  load make of the wall-clock rates.
 * consume: a pre-filled queue drained with prefetch 1000, acking every 100th delivery with
   ``multiple`` (ours ``next_delivery``/``drain_deliveries``, pika ``channel.consume()``).
+* client CPU per message of the publish and consume figures (user + system time of the
+  whole process, the I/O thread included): what the client costs, whatever the broker and
+  the machine's load make of the wall-clock rates.
 
 Ours and the references alternate ``ROUNDS`` times; each keeps its best (the machine may be
 shared: load only ever slows a run down). The bundled broker runs as its own process
@@ -110,7 +110,7 @@ def _ours(url: str, messages: int) -> Figures:
                         if received % ACK_EVERY == 0 or received == messages:
                             ch.basic_ack(d.delivery_tag, multiple=True)
 
-            figures["consume"], _ = _timed(consume, messages)
+            figures["consume"], figures["consume cpu"] = _timed(consume, messages)
     return figures
 
 
@@ -204,6 +204,7 @@ def _rows(figures: Figures, label: str) -> list[Row]:
             figures["pika consume"],
             PIKA,
         ),
+        row(f"client CPU per message, consume ({label})", "µs", figures["consume cpu"]),
     ]
 
 
