@@ -441,30 +441,34 @@ class Queue:
         return best
 
     def dispatch(self) -> None:
-        """Deliver ready messages to consumers that can take them."""
+        """Deliver what consumers can take now (not re-entered from a delivery)."""
         if self._dispatching or self.deleted:
             return
         self._dispatching = True
         try:
-            ready = self.ready
-            now = self.vhost.clock.time()
-            while ready:
-                consumer = self._next_consumer()
-                if consumer is None:
-                    break
-                entry = ready.popleft()
-                self._take(entry)
-                if entry.expires_at is not None and entry.expires_at <= now:
-                    self._forget(entry)
-                    self.vhost.dead_letter(self, entry.message, "expired")
-                    continue
-                if consumer.no_ack:
-                    self._forget(entry)
-                else:
-                    self.unacked += 1
-                consumer.sink.deliver(consumer, self, entry)
+            self._deliver()
         finally:
             self._dispatching = False
+
+    def _deliver(self) -> None:
+        """Ready messages to the consumers that can take them, round robin."""
+        ready = self.ready
+        now = self.vhost.clock.time()
+        while ready:
+            consumer = self._next_consumer()
+            if consumer is None:
+                break
+            entry = ready.popleft()
+            self._take(entry)
+            if entry.expires_at is not None and entry.expires_at <= now:
+                self._forget(entry)
+                self.vhost.dead_letter(self, entry.message, "expired")
+                continue
+            if consumer.no_ack:
+                self._forget(entry)
+            else:
+                self.unacked += 1
+            consumer.sink.deliver(consumer, self, entry)
 
     def get(self) -> QueuedMessage | None:
         """basic.get: the head message (the caller settles it unless no-ack) or None."""

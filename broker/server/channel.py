@@ -89,13 +89,18 @@ class ServerChannel:
             return False
         return not self.channel_prefetch or self.unacked_count < self.channel_prefetch
 
-    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+    def track_delivery(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> int:
+        """A new delivery tag; the delivery awaits its ack unless the consumer is no-ack."""
         tag = self._next_tag
         self._next_tag = tag + 1
         if not consumer.no_ack:
             self.unacked[tag] = (consumer, queue, entry)
             consumer.unacked += 1
             self.unacked_count += 1
+        return tag
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+        tag = self.track_delivery(consumer, queue, entry)
         self.conn.send_delivery(
             self.id, self._tag_bytes[consumer], tag, entry.redelivered, entry.message
         )

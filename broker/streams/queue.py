@@ -296,24 +296,18 @@ class StreamQueue(Queue):
         self._cursors.pop(consumer, None)
         super().remove_consumer(consumer)
 
-    def dispatch(self) -> None:
-        """Deliver to each consumer that has credit, a whole chunk at a time, from its cursor."""
-        if self._dispatching or self.deleted:
-            return
-        self._dispatching = True
-        try:
-            log = self.log
-            for consumer in self.consumers:
-                sink = consumer.sink
-                cursor = self._cursors[consumer]
-                while cursor < log.next_offset and sink.can_deliver(consumer):
-                    chunk = log.read_chunk(cursor)
-                    for delivery in chunk_deliveries(chunk, sink):
-                        sink.deliver(consumer, self, delivery)
-                    cursor = chunk[-1].offset + 1
-                self._cursors[consumer] = cursor
-        finally:
-            self._dispatching = False
+    def _deliver(self) -> None:
+        """To each consumer that has credit, a whole chunk at a time, from its cursor."""
+        log = self.log
+        for consumer in self.consumers:
+            sink = consumer.sink
+            cursor = self._cursors[consumer]
+            while cursor < log.next_offset and sink.can_deliver(consumer):
+                chunk = log.read_chunk(cursor)
+                for delivery in chunk_deliveries(chunk, sink):
+                    sink.deliver(consumer, self, delivery)
+                cursor = chunk[-1].offset + 1
+            self._cursors[consumer] = cursor
 
     # -- what a stream refuses or ignores -----------------------------------------------------
 

@@ -80,33 +80,21 @@ def test_channel_resume_is_answered_with_channel_ok(peer: Peer) -> None:
 def test_exchange_bound_reports_bindings(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "queue.bind", queue=name, exchange="amq.direct", routing_key="k")
-    bound = peer.call(
-        1,
-        "exchange.bound",
-        exchange="amq.direct",
-        routing_key="k",
-        queue=name,
-        reply="exchange.bound-ok",
-    )
-    assert bound.reply_code == 0
-    other = peer.call(
-        1,
-        "exchange.bound",
-        exchange="amq.direct",
-        routing_key="x",
-        queue=name,
-        reply="exchange.bound-ok",
-    )
-    assert other.reply_code == 312
-    missing = peer.call(
-        1,
-        "exchange.bound",
-        exchange="nope-" + name,
-        routing_key="",
-        queue="",
-        reply="exchange.bound-ok",
-    )
-    assert missing.reply_code == 404
+
+    def bound(exchange: str, routing_key: str, queue: str) -> int:
+        reply = peer.call(
+            1,
+            "exchange.bound",
+            exchange=exchange,
+            routing_key=routing_key,
+            queue=queue,
+            reply="exchange.bound-ok",
+        )
+        return int(reply.reply_code)
+
+    assert bound("amq.direct", "k", name) == 0
+    assert bound("amq.direct", "x", name) == 312
+    assert bound("nope-" + name, "", "") == 404
 
 
 @rule("basic.recover:01")

@@ -47,12 +47,7 @@ def test_a_torn_tail_is_cut_off_and_logged(
     with open(path, "r+b") as f:
         f.truncate(size - 5)  # the last record half written
 
-    with caplog.at_level(logging.WARNING, logger="broker.store"):
-        store = Store.open(data_dir)
-    try:
-        assert recovered_bodies(store, queue_id) == [b"%d" % i for i in range(9)]
-    finally:
-        store.close()
+    _recovers_all_but_the_last(data_dir, queue_id, caplog)
     assert str(path) in caplog.text and "dropped" in caplog.text
     assert path.stat().st_size < size - 5
 
@@ -66,12 +61,7 @@ def test_a_corrupt_last_record_is_dropped_and_logged(
     data[-2] ^= 0xFF
     path.write_bytes(bytes(data))
 
-    with caplog.at_level(logging.WARNING, logger="broker.store"):
-        store = Store.open(data_dir)
-    try:
-        assert recovered_bodies(store, queue_id) == [b"%d" % i for i in range(9)]
-    finally:
-        store.close()
+    _recovers_all_but_the_last(data_dir, queue_id, caplog)
     assert str(path) in caplog.text
 
 
@@ -191,5 +181,17 @@ def test_a_full_disk_fails_the_unwritten_publishes_and_keeps_the_confirmed(tmpfs
     try:
         recovered = recovered_bodies(store, queue_id)
         assert recovered == [body + b"%d" % i for i in confirmed]
+    finally:
+        store.close()
+
+
+def _recovers_all_but_the_last(
+    data_dir: Path, queue_id: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The store opens (warnings captured) and gives back the first 9 of 10 messages."""
+    with caplog.at_level(logging.WARNING, logger="broker.store"):
+        store = Store.open(data_dir)
+    try:
+        assert recovered_bodies(store, queue_id) == [b"%d" % i for i in range(9)]
     finally:
         store.close()

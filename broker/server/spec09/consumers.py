@@ -18,7 +18,6 @@ from .lanes import lane
 from .state import state_of
 
 if TYPE_CHECKING:
-    from ...model.message import QueuedMessage
     from ...model.queues import Queue
     from ..channel import ServerChannel
 
@@ -72,17 +71,6 @@ def may_deliver(channel: ServerChannel, consumer: Consumer) -> bool:
     if not (channel.flow_active and channel.conn.writable):
         return False
     return consumer.no_ack or not consumer.prefetch or consumer.unacked < consumer.prefetch
-
-
-def track(channel: ServerChannel, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> int:
-    """A new delivery tag; the delivery awaits its ack unless the consumer is no-ack."""
-    tag = channel._next_tag
-    channel._next_tag = tag + 1
-    if not consumer.no_ack:
-        channel.unacked[tag] = (consumer, queue, entry)
-        consumer.unacked += 1
-        channel.unacked_count += 1
-    return tag
 
 
 def forget(channel: ServerChannel, consumer: Consumer) -> None:

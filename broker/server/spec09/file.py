@@ -37,7 +37,7 @@ class FileSink:
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         ch = self.channel
-        tag = consumers.track(ch, consumer, queue, entry)
+        tag = ch.track_delivery(consumer, queue, entry)
         state_of(ch).outgoing_file = OutgoingFile(consumer, queue, entry, tag)
         message = entry.message
         identifier = getattr(message, "identifier", "") or f"delivery-{tag}"

@@ -66,7 +66,7 @@ class MessageSink:
         return consumers.may_deliver(self.channel, consumer)
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
-        tag = consumers.track(self.channel, consumer, queue, entry)
+        tag = self.channel.track_delivery(consumer, queue, entry)
         _send_transfer(self.channel, consumer.tag, entry, None if consumer.no_ack else tag)
 
     def consumer_cancelled(self, consumer: Consumer) -> None:

@@ -51,7 +51,7 @@ class StreamSink:
         if ext.consume_rate:
             start = max(ext.next_stream_at, ch.conn.loop.time())
             ext.next_stream_at = start + len(message.body) / ext.consume_rate
-        tag = consumers.track(ch, consumer, queue, entry)
+        tag = ch.track_delivery(consumer, queue, entry)
         deliver = ch.conn.spec.method("stream.deliver")(
             consumer_tag=consumer.tag, delivery_tag=tag, exchange=message.exchange, queue=queue.name
         )
