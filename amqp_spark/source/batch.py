@@ -69,7 +69,7 @@ class AMQPBatchReader(DataSourceReader):
                 queue=queue,
                 count=depth if cap is None else min(depth, cap),
                 ack=opts.ack_batch_reads,
-                prefetch=opts.prefetch,
+                prefetch=opts.consumer_prefetch,
                 poll_timeout=opts.poll_timeout,
                 max_reconnect_attempts=opts.max_reconnect_attempts,
             )

@@ -14,7 +14,8 @@ is a prefix of each queue's deliveries) and, per queue, a buffer of what has arr
   names its connection, and tags of a dead connection are left to the broker, which
   requeues them and delivers them again (at-least-once).
 
-Unacked messages never exceed ``prefetch`` per queue, which bounds the driver's memory.
+Unacked messages never exceed ``prefetch`` per queue (rounded up to a multiple of the number of
+consumers when it takes several), which bounds the driver's memory.
 
 This runs in the same process as the client's I/O thread, which decodes the deliveries and
 needs the GIL to do so: nothing here costs per message more than a slice or a length does
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from amqp_spark.offsets import ClassicOffset
 from amqp_spark.source.connecting import connect_with_retry
-from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
@@ -94,6 +95,13 @@ class ClassicConsumers:
         self._available_now = False
         self._depths: dict[str, int] = {}
         self._depths_at = 0.0
+        # One consumer may have at most CONSUMER_PREFETCH_MAX unacked: a larger window is
+        # shared by several consumers on the queue's channel. Their deliveries share the
+        # channel's tags, so a batch is still a prefix of one sequence and one ack covers it.
+        self._consumers_per_queue = -(-options.prefetch // CONSUMER_PREFETCH_MAX)
+        self._share = -(-options.prefetch // self._consumers_per_queue)
+        #: What the driver may hold unacked per queue.
+        self.window = self._share * self._consumers_per_queue
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -115,11 +123,12 @@ class ClassicConsumers:
                 consumers = {}
                 for queue in queues:
                     ch = conn.channel()
-                    ch.basic_qos(prefetch_count=opts.prefetch)
+                    ch.basic_qos(prefetch_count=self._share)
                     budget = self._depth(ch, queue) if self._available_now else None
                     consumers[queue] = _Consumer(ch, budget)
                 for queue, consumer in consumers.items():
-                    consumer.channel.basic_consume(queue, no_ack=False)
+                    for _ in range(self._consumers_per_queue):
+                        consumer.channel.basic_consume(queue, no_ack=False)
             except BaseException:
                 conn.close()
                 raise
@@ -185,7 +194,7 @@ class ClassicConsumers:
 
     def _wait_for_more(self, wanted: int, timeout: float) -> None:
         """Block until ``wanted`` deliveries are buffered, nothing more can come (the
-        AvailableNow target is reached, or every queue has ``prefetch`` unacked), or
+        AvailableNow target is reached, or every queue has its window unacked), or
         nothing arrived for ``timeout`` seconds.
 
         While deliveries stream in, sleep between drains (the I/O thread has the GIL to
@@ -233,9 +242,10 @@ class ClassicConsumers:
 
     def _queues_that_can_deliver(self) -> list[str]:
         """Queues the broker may still send to us: within the AvailableNow budget and with
-        fewer than ``prefetch`` unacked (every buffered delivery is unacked)."""
-        prefetch = self._options.prefetch
-        return [q for q, c in self._consumers.items() if c.room() > 0 and len(c.arrived) < prefetch]
+        fewer than the window unacked (every buffered delivery is unacked)."""
+        return [
+            q for q, c in self._consumers.items() if c.room() > 0 and len(c.arrived) < self.window
+        ]
 
     # -- offsets ------------------------------------------------------------------------------
 
@@ -256,7 +266,7 @@ class ClassicConsumers:
             self.ensure_open()
             # Without a row limit, take half of what may be in flight: the broker then keeps
             # sending the other half while Spark processes the batch.
-            rows = limits.max_rows or max(1, self._options.prefetch // 2) * len(self.queues)
+            rows = limits.max_rows or max(1, self.window // 2) * len(self.queues)
             if wait:
                 # After ack_through(start), every buffered delivery is beyond `start`.
                 self._wait_for_more(rows, self._options.poll_timeout)

@@ -96,6 +96,11 @@ def _json_object(name: str, value: str, accepted: str) -> dict[str, Any]:
     return parsed
 
 
+#: The largest prefetch one AMQP consumer can have (basic.qos prefetch-count is a short).
+CONSUMER_PREFETCH_MAX = 65535
+#: The largest ``prefetch``: what the driver may hold unacked per classic queue.
+PREFETCH_MAX = 16 * CONSUMER_PREFETCH_MAX
+
 SOURCE_OPTIONS: tuple[Option[Any], ...] = (
     Option(
         "uri", parse_uri, required=True, doc="amqp://user:password@host:port/vhost or amqps://..."
@@ -104,7 +109,7 @@ SOURCE_OPTIONS: tuple[Option[Any], ...] = (
     Option("exchange", parse_str, doc="consume through a server-named queue bound to it"),
     Option("bindingKeys", parse_list, default=("#",), doc="binding keys of that queue"),
     Option("queueType", choice_parser("classic", "stream"), default="classic"),
-    Option("prefetch", int_parser(1, 65535), default=10000),
+    Option("prefetch", int_parser(1, PREFETCH_MAX), default=10000),
     Option("maxMessagesPerTrigger", int_parser(1)),
     Option("maxBytesPerTrigger", int_parser(1)),
     Option("startingOffsets", parse_starting_offsets, default="next"),
@@ -139,6 +144,12 @@ class SourceOptions:
     @property
     def is_stream(self) -> bool:
         return self.queue_type == "stream"
+
+    @property
+    def consumer_prefetch(self) -> int:
+        """The basic.qos of one consumer (a ``prefetch`` above what one consumer may have
+        is, for classic queues in a stream, shared by several consumers of the queue)."""
+        return min(self.prefetch, CONSUMER_PREFETCH_MAX)
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SourceOptions:

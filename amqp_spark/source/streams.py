@@ -63,7 +63,7 @@ class StreamTails:
         try:
             for queue in opts.queues:
                 ch = conn.channel()
-                ch.basic_qos(prefetch_count=opts.prefetch)
+                ch.basic_qos(prefetch_count=opts.consumer_prefetch)
                 ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: "last"})
                 tails[queue] = ch
         except BaseException:
@@ -200,7 +200,7 @@ def plan_ranges(
                     queue=queue,
                     start=first,
                     end=min(first + options.rows_per_partition, stop),
-                    prefetch=options.prefetch,
+                    prefetch=options.consumer_prefetch,
                     poll_timeout=options.poll_timeout,
                     max_reconnect_attempts=options.max_reconnect_attempts,
                 )

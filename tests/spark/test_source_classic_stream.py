@@ -370,3 +370,26 @@ def test_broker_restart_mid_query_is_survived_without_loss(
         broker.conn.close()
     finally:
         server.stop()
+
+
+def test_prefetch_above_one_consumers_limit_is_shared_by_consumers_of_one_channel(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(50))
+    consumers: list[int] = []
+    rows: list[Row] = []
+
+    def sink(df: DataFrame, batch_id: int) -> None:
+        consumers.append(broker.ch.queue_declare(queue, passive=True).consumer_count)
+        rows.extend(df.collect())
+
+    query = queries.start(options(broker, queue, prefetch="70000"), queries.checkpoint(), sink)
+    assert query.awaitTermination(120)
+
+    assert consumers == [2]  # 70000 > 65535: two consumers of 35000 each
+    assert sorted(r.body for r in rows) == bodies(50)
+    assert [r.delivery_tag for r in sorted(rows, key=lambda r: r.delivery_tag)] == list(
+        range(1, 51)
+    )  # one channel: one sequence of tags, acked as one
+    assert broker.wait_ready(queue, 0, timeout=3) == 0

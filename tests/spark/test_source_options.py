@@ -22,7 +22,7 @@ def parse(**options: str) -> SourceOptions:
     [
         ({"queue": "q", "uri": "http://x"}, "uri", "amqp://"),
         ({"queue": "q", "prefetch": "ten"}, "prefetch", "an integer >= 1"),
-        ({"queue": "q", "prefetch": "70000"}, "prefetch", "<= 65535"),
+        ({"queue": "q", "prefetch": "2000000"}, "prefetch", "<= 1048560"),
         ({"queue": "q", "maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", ">= 1"),
         ({"queue": "q", "maxBytesPerTrigger": "-5"}, "maxBytesPerTrigger", ">= 1"),
         ({"queue": "q", "queueType": "quorum"}, "queueType", "classic or stream"),
