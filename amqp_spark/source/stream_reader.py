@@ -15,6 +15,7 @@ first: acks go out within a trigger interval of Spark's commit, idle or not.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 from collections.abc import Iterator
@@ -37,6 +38,8 @@ from amqp_spark.source.classic import ClassicConsumers, Limits
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, StreamRangePartition, split_rows
 from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
+
+log = logging.getLogger("amqp_spark.source")
 
 ONCE_UNSUPPORTED = (
     "amqp source: trigger(once=True) cannot be used with classic queues: Spark calls nothing "
@@ -152,16 +155,22 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         state = self._state()
         if isinstance(state, StreamTails):
-            return list(
+            ranges: list[InputPartition] = list(
                 plan_ranges(
                     self.options, StreamOffset.from_dict(start), StreamOffset.from_dict(end)
                 )
             )
+            log.info("amqp source: stream batch %s -> %s in %d range(s)", start, end, len(ranges))
+            return ranges
         segments = state.batch(ClassicOffset.from_dict(start), ClassicOffset.from_dict(end))
-        return [
-            ArrowPartition(serialize(to_record_batch(deliveries, queue, with_offsets=False)))
-            for queue, deliveries in split_rows(segments, self.options.rows_per_partition)
-        ]
+        counts: dict[str, int] = {}
+        partitions: list[InputPartition] = []
+        for queue, deliveries in split_rows(segments, self.options.rows_per_partition):
+            counts[queue] = counts.get(queue, 0) + len(deliveries)
+            batch = to_record_batch(deliveries, queue, with_offsets=False)
+            partitions.append(ArrowPartition(serialize(batch)))
+        log.info("amqp source: batch of %d message(s) per queue %s", sum(counts.values()), counts)
+        return partitions
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, StreamRangePartition):
