@@ -1,4 +1,5 @@
-"""Run the benchmarks and print one table: ``python -m benchmarks.run [--quick] [--only NAME ...]``.
+"""Run the benchmarks and print one table: ``python -m benchmarks.run [--quick] [--only NAME ...]
+[--markdown PATH]``; ``--render JSON`` prints an earlier run's results as Markdown.
 
 Every ``benchmarks/bench_<topic>.py`` module exposes ``run(quick: bool) -> list[Row]``. The
 runner imports each, runs it, prints all rows in one table (with the ratio ours/reference) and
@@ -47,7 +48,8 @@ def _number(value: float | None) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.3g}"
 
 
-def format_table(results: dict[str, tuple[list[Row], str | None]]) -> str:
+def _cells(results: dict[str, tuple[list[Row], str | None]]) -> list[list[str]]:
+    """One list of cells per row (the header first), as both table formats show them."""
     lines: list[list[str]] = [list(_COLUMNS)]
     for topic, (rows, error) in results.items():
         if error is not None:
@@ -65,6 +67,11 @@ def format_table(results: dict[str, tuple[list[Row], str | None]]) -> str:
                     r["unit"],
                 ]
             )
+    return lines
+
+
+def format_table(results: dict[str, tuple[list[Row], str | None]]) -> str:
+    lines = _cells(results)
     widths = [max(len(line[i]) for line in lines) for i in range(len(_COLUMNS))]
     numeric = {1, 2, 4}
     out = []
@@ -77,6 +84,19 @@ def format_table(results: dict[str, tuple[list[Row], str | None]]) -> str:
         if n == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
+
+
+def format_markdown(results: dict[str, tuple[list[Row], str | None]]) -> str:
+    """The same table in Markdown, for the README."""
+    header, *rows = _cells(results)
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def from_json(data: dict[str, Any]) -> dict[str, tuple[list[Row], str | None]]:
+    """The results of an earlier run, as written by ``to_json``."""
+    return {topic: (entry["rows"], entry["error"]) for topic, entry in data["benchmarks"].items()}
 
 
 def to_json(results: dict[str, tuple[list[Row], str | None]], quick: bool) -> dict[str, Any]:
@@ -98,7 +118,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", nargs="+", metavar="NAME", help="topics to run (codec or bench_codec)"
     )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
+    parser.add_argument(
+        "--markdown", type=Path, help="also write the table in Markdown (as in the README)"
+    )
+    parser.add_argument(
+        "--render", type=Path, metavar="JSON", help="print an earlier run's JSON as Markdown"
+    )
     args = parser.parse_args(argv)
+    if args.render:
+        print(format_markdown(from_json(json.loads(args.render.read_text()))))
+        return 0
 
     topics = discover()
     if args.only:
@@ -116,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(to_json(results, args.quick), indent=2) + "\n")
     print(f"results written to {args.json}", file=sys.stderr)
+    if args.markdown:
+        args.markdown.write_text(format_markdown(results) + "\n")
     failed = [topic for topic, (_, error) in results.items() if error is not None]
     if failed:
         print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
