@@ -20,6 +20,9 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
+from functools import cache
+from importlib import metadata
 from typing import Any
 
 from amqp_spark.protocol import SPEC_0_9_1, Method, Spec, errors
@@ -45,6 +48,17 @@ SEND_TIMEOUT = 60.0
 #: How often the I/O thread wakes up when there is no heartbeat to keep.
 IDLE_TICK = 1.0
 _RECV_SIZE = 262144
+#: connection.redirect hops followed before giving up (a loop of redirects is a server bug).
+MAX_REDIRECTS = 3
+
+
+@cache
+def _version() -> str:
+    """This package's version, for the client-properties table."""
+    try:
+        return metadata.version("amqp-spark")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def connect(
@@ -106,15 +120,22 @@ class Connection:
         self._close_ok = threading.Event()
         self._closing = False
         self._last_sent = self._last_received = time.monotonic()
-        self._sock = self._open_socket()
-        try:
-            self._handshake(client_properties)
-        except OSError as e:
+        for _ in range(MAX_REDIRECTS + 1):
+            self._sock = self._open_socket()
+            try:
+                redirect = self._handshake(client_properties)
+            except OSError as e:
+                self._sock.close()
+                raise AMQPConnectionError(0, f"connection lost during the handshake: {e}") from e
+            except BaseException:
+                self._sock.close()
+                raise
+            if redirect is None:
+                break
             self._sock.close()
-            raise AMQPConnectionError(0, f"connection lost during the handshake: {e}") from e
-        except BaseException:
-            self._sock.close()
-            raise
+            self._follow(redirect)
+        else:
+            raise AMQPConnectionError(0, f"redirected more than {MAX_REDIRECTS} times")
         self._sock.settimeout(SEND_TIMEOUT)
         self._thread = threading.Thread(
             target=self._io_loop, name=f"amqp-io {params.host}:{params.port}", daemon=True
@@ -152,8 +173,9 @@ class Connection:
         self._tls_lock = threading.Lock()
         return tls
 
-    def _handshake(self, client_properties: dict[str, Any] | None) -> None:
-        """connection.start ... open-ok, synchronously, before the I/O thread starts."""
+    def _handshake(self, client_properties: dict[str, Any] | None) -> Any:
+        """connection.start ... open-ok, synchronously, before the I/O thread starts; returns
+        the server's connection.redirect instead when it sends one (0-9, 0-8), else None."""
         p = self.params
         deadline = time.monotonic() + p.connection_timeout
         pending: deque[Event] = deque()
@@ -190,8 +212,21 @@ class Connection:
         )
         open_ = self.spec.method("connection.open")(virtual_host=p.virtual_host)
         self._sock.sendall(self._proto.send_method(0, tune_ok) + self._proto.send_method(0, open_))
-        self._handshake_method("connection.open-ok", pending, deadline)
+        opened = self._handshake_method("connection.open-ok", pending, deadline)
+        if opened.NAME == "connection.redirect":
+            return opened
         self._last_sent = self._last_received = time.monotonic()
+        return None
+
+    def _follow(self, redirect: Any) -> None:
+        """connection.redirect (0-9, 0-8): connect again to the host it names or, if it names
+        none, to the first of its known hosts (``host[:port]``, the port defaulting to ours)."""
+        hosts = [redirect.host] if redirect.host else redirect.known_hosts.split()
+        if not hosts:
+            raise AMQPConnectionError(0, "connection.redirect named no host")
+        host, _, port = hosts[0].rpartition(":") if ":" in hosts[0] else (hosts[0], "", "")
+        self.params = replace(self.params, host=host, port=int(port) if port else self.params.port)
+        self._proto = ProtocolConnection(role="client", spec=self.spec)
 
     def _handshake_method(self, name: str, pending: deque[Event], deadline: float) -> Any:
         """Read until the method ``name`` arrives; a connection.close is a refusal."""
@@ -214,7 +249,8 @@ class Connection:
                     raise AMQPConnectionError(
                         method.reply_code, method.reply_text, method.class_id, method.method_id
                     )
-                if name != method.NAME:
+                redirect = name == "connection.open-ok" and method.NAME == "connection.redirect"
+                if name != method.NAME and not redirect:
                     raise AMQPConnectionError(0, f"expected {name} from the server, got {method}")
                 return method
             remaining = deadline - time.monotonic()
@@ -255,8 +291,9 @@ class Connection:
             capabilities["connection.blocked"] = True
         return {
             "product": "amqp-spark",
+            "version": _version(),
             "platform": f"Python {platform.python_version()}",
-            "information": "https://github.com/amqp-spark",
+            "information": "amqp_spark.client, the AMQP client of the amqp Spark data source",
             "capabilities": capabilities,
             **(extra or {}),
         }

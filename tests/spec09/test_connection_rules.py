@@ -204,3 +204,29 @@ def test_the_server_describes_itself_in_server_properties(bundled_broker_url: st
             assert peer.server_properties.get(field), field
     finally:
         peer.close()
+
+
+@rule("connection.redirect:usage")
+def test_the_client_follows_a_redirect_to_the_host_it_names(
+    broker_with: Callable[..., Broker],
+) -> None:
+    target = broker_with()
+    redirecting = broker_with(redirect={"/": [f"127.0.0.1:{target.port}"]})
+    with connect(redirecting.url, spec=SPEC_0_9) as conn:
+        assert conn.params.port == target.port
+        queue = conn.channel().queue_declare("redirected-here").queue
+    with connect(target.url, spec=SPEC_0_9) as conn:  # the queue is on the target
+        assert conn.channel().queue_declare(queue, passive=True).queue == queue
+
+
+@rule("connection.start-ok.client-properties:required-fields")
+def test_the_client_announces_product_version_platform_and_information(
+    broker_with: Callable[..., Broker],
+) -> None:
+    broker = broker_with()
+    with connect(broker.url, spec=SPEC_0_9):
+        server = broker._server
+        assert server is not None
+        (received,) = [c.client_properties for c in server.connections]  # what start-ok carried
+    assert {"product", "version", "platform", "information"} <= set(received)
+    assert all(isinstance(received[k], str) and received[k] for k in ("product", "version"))
