@@ -47,6 +47,8 @@ DEPTH_REFRESH_SECONDS = 1.0
 _DRAIN_SLICE = 0.01
 #: Longest single block on one channel while waiting for the first delivery after a silence.
 _WAIT_SLICE = 0.05
+#: A hard bound of one wait for deliveries, in seconds and in drain rounds.
+_WAIT_BOUND = 600.0
 #: Deliveries taken from the client in one lock round.
 _DRAIN_MAX = 65535
 
@@ -201,14 +203,18 @@ class ClassicConsumers:
         itself); after a silence, block on a channel so the first delivery ends the wait.
         """
         idle_since = time.monotonic()
-        for _ in range(int(600 / _DRAIN_SLICE)):  # a hard bound; the idle timeout ends it first
-            if self._receive():
+        deadline = idle_since + _WAIT_BOUND
+        for _ in range(int(_WAIT_BOUND / _DRAIN_SLICE)):  # the idle timeout ends it first
+            streaming = self._receive() > 0
+            if streaming:
                 idle_since = time.monotonic()
-                streaming = True
-            else:
-                streaming = False
             waiting_on = self._queues_that_can_deliver()
-            if self._conn is None or self._buffered() >= wanted or not waiting_on:
+            if (
+                self._conn is None
+                or self._buffered() >= wanted
+                or not waiting_on
+                or time.monotonic() > deadline
+            ):
                 return
             if time.monotonic() - idle_since >= timeout:
                 if not self._broker_still_has(waiting_on):
