@@ -82,10 +82,6 @@ def error_for_code(code: int) -> type[AMQPError]:
     return cls
 
 
-def all_error_classes() -> dict[int, type[AMQPError]]:
-    return dict(_BY_CODE)
-
-
 def __getattr__(name: str) -> Any:
     # Only reached for names _generate() did not create: a typo, not a missing constant.
     raise AttributeError(f"module {__name__!r} has no error class {name!r}")

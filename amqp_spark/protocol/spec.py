@@ -11,7 +11,7 @@ import keyword
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field, replace
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .methods import Method
@@ -258,12 +258,3 @@ def load_spec(filename: str, *extensions: str) -> Spec:
     generate_methods(spec)
     generate_properties(spec)
     return spec
-
-
-def describe(spec: Spec) -> dict[str, Any]:
-    """A summary used by tests and the conformance report."""
-    return {
-        "version": spec.label,
-        "classes": len(spec.classes),
-        "methods": sum(len(c.methods) for c in spec.classes.values()),
-    }
