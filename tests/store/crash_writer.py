@@ -3,8 +3,8 @@ queues through the journal (and acks some), printing each confirm and each durab
 
     python -m tests.store.crash_writer DATA_DIR QUEUE_ID... [--ack]
 
-Prints ``C <queue id> <seq>`` once a publish is on disk, ``A <queue id> <seq>`` once an ack
-is; message bodies are ``<seq>``.
+Prints ``C <queue id> <seq>`` once a publish is on disk, ``R <queue id> <seq>`` before an ack
+is requested, ``A <queue id> <seq>`` once an ack is; message bodies are ``<seq>``.
 """
 
 from __future__ import annotations
@@ -17,19 +17,22 @@ from typing import cast
 from broker.store import Store, StoreError
 from tests.store.messages import persistent
 
+_STDOUT = threading.Lock()
 
-class PrintingListener:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
 
-    def committed(self, tokens: list[object]) -> None:
-        lines = "".join("{} {} {}\n".format(*cast(tuple[str, int, int], t)) for t in tokens)
+def emit(lines: str) -> None:
+    """Whole lines, flushed; the journal's thread and the main thread both print."""
+    with _STDOUT:
         sys.stdout.write(lines)
         sys.stdout.flush()
 
+
+class PrintingListener:
+    def committed(self, tokens: list[object]) -> None:
+        emit("".join("{} {} {}\n".format(*cast(tuple[str, int, int], t)) for t in tokens))
+
     def failed(self, tokens: list[object], error: StoreError) -> None:
-        sys.stdout.write(f"FAILED {error}\n")
-        sys.stdout.flush()
+        emit(f"FAILED {error}\n")
 
 
 def main() -> None:
@@ -46,6 +49,9 @@ def main() -> None:
         if ack and seq % 7 == 6:
             for q in queue_ids:  # ack the oldest few, like a consumer behind the publisher
                 done, published[q] = published[q][:5], published[q][5:]
+                # "R" before the ack is handed over: an ack may reach the disk before its "A"
+                # line is printed, and the test must know which messages may be gone.
+                emit("".join(f"R {q} {s}\n" for s, _ in done))
                 for s, msg_id in done:
                     journal.ack(q, [msg_id], token=("A", q, s))
 
