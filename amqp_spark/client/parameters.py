@@ -22,7 +22,8 @@ DEFAULT_FRAME_MAX = 131072
 DEFAULT_CHANNEL_MAX = 2047
 DEFAULT_CONNECTION_TIMEOUT = 10.0
 MECHANISMS = ("PLAIN", "AMQPLAIN")
-#: Only on request (``auth_mechanism=external``): the TLS client certificate is the identity.
+#: With a client certificate (``certfile``) or on request (``auth_mechanism=external``): the
+#: TLS client certificate is the identity.
 EXTERNAL = "EXTERNAL"
 
 _INT_PARAMS = ("heartbeat", "frame_max", "channel_max", "connection_timeout")
@@ -91,7 +92,7 @@ def parse_url(url: str, *, ssl_context: ssl.SSLContext | None = None) -> Connect
             if "connection_timeout" in query
             else DEFAULT_CONNECTION_TIMEOUT
         ),
-        mechanisms=_mechanisms(query.get("auth_mechanism")),
+        mechanisms=_mechanisms(query.get("auth_mechanism"), "certfile" in query),
         ssl_context=(ssl_context or _ssl_context(query)) if scheme == "amqps" else None,
         server_hostname=query.get("server_name_indication") or parts.hostname,
     )
@@ -135,9 +136,11 @@ def _query(query: str, scheme: str) -> dict[str, Any]:
     return values
 
 
-def _mechanisms(auth_mechanism: str | None) -> tuple[str, ...]:
+def _mechanisms(auth_mechanism: str | None, client_certificate: bool) -> tuple[str, ...]:
+    """The mechanisms asked for, else those we can handle: EXTERNAL too with a client
+    certificate (``sasl.choose_mechanism`` then prefers it, rule start-ok.mechanism:security)."""
     if auth_mechanism is None:
-        return MECHANISMS
+        return (EXTERNAL, *MECHANISMS) if client_certificate else MECHANISMS
     accepted = (*MECHANISMS, EXTERNAL)
     if auth_mechanism.upper() not in accepted:
         raise ValueError(f"auth_mechanism={auth_mechanism!r}: supported are {accepted}")
