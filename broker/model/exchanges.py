@@ -3,18 +3,87 @@
 Routing is precomputed where it can be: direct exchanges are a dict lookup, topic exchanges
 a trie of binding-key words whose results are cached per routing key until the bindings
 change. A destination is anything hashable the virtual host binds (a queue or an exchange).
+
+Sender-selected distribution (RabbitMQ's extension): the ``CC`` and ``BCC`` headers of a
+published message, arrays of strings, add routing keys to the one basic.publish names. The
+exchanges that route by key (direct, topic) route by all of them and reach each destination
+once; fanout and headers exchanges ignore them. The publishing channel validates the headers
+(``check_sender_selected``) and removes ``BCC`` from the message it stores
+(``without_bcc``), routing with the headers as published.
 """
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, ClassVar
+
+from amqp_spark.protocol import errors
 
 Destination = Hashable
 #: Bindings are identified by destination, key and arguments (arguments as a hashable key).
 BindingKey = tuple[Destination, str, str]
 
 _TOPIC_CACHE_LIMIT = 4096
+#: The headers whose arrays of strings add routing keys; the second is never delivered.
+SENDER_SELECTED_HEADERS = ("CC", "BCC")
+BLIND_COPY_HEADER = "BCC"
+
+
+def sender_selected_keys(headers: Mapping[str, Any]) -> list[str]:
+    """The routing keys a message's ``CC`` and ``BCC`` headers add: their string entries
+    (RabbitMQ skips entries of other types)."""
+    keys: list[str] = []
+    for name in SENDER_SELECTED_HEADERS:
+        value = headers.get(name)
+        if isinstance(value, list):
+            keys.extend(key for key in value if isinstance(key, str))
+    return keys
+
+
+def check_sender_selected(headers: Mapping[str, Any]) -> None:
+    """406 PRECONDITION_FAILED, with RabbitMQ's text, when a ``CC`` or ``BCC`` header is
+    present but not an array."""
+    for name in SENDER_SELECTED_HEADERS:
+        if name in headers and not isinstance(headers[name], list):
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - invalid message: {unacceptable_type_in_header,"
+                f'"{name}",{_field_type_name(headers[name])}}}'
+            )
+
+
+def without_bcc(properties: Any) -> Any:
+    """``properties`` (a basic Properties) less the ``BCC`` header; the same object when
+    there is none. The headers table stays present, if empty, as RabbitMQ keeps it."""
+    headers = properties.headers
+    if not headers or BLIND_COPY_HEADER not in headers:
+        return properties
+    kept = {k: v for k, v in headers.items() if k != BLIND_COPY_HEADER}
+    return type(properties)(**{**properties.present(), "headers": kept})
+
+
+def _field_type_name(value: Any) -> str:
+    """The name RabbitMQ gives a field-table value's type. Decoding keeps no integer width:
+    an int is named as clients encode it (signedint when it fits 32 bits)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(1 << 31) <= value < 1 << 31 else "long"
+    for kind, name in _FIELD_TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
+    return "void"
+
+
+_FIELD_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (str, "longstr"),
+    (bytes, "binary"),
+    (float, "double"),
+    (decimal.Decimal, "decimal"),
+    (datetime.datetime, "timestamp"),
+    (dict, "table"),
+)
 
 
 def arguments_key(arguments: Mapping[str, Any] | None) -> str:
@@ -92,14 +161,32 @@ def _count(table: dict[Destination, int], destination: Destination, delta: int) 
         table.pop(destination, None)
 
 
-class DirectExchange(Exchange):
+class KeyedExchange(Exchange):
+    """An exchange that routes by key: by the published routing key and the keys the
+    message's ``CC`` and ``BCC`` headers add, each destination once."""
+
+    def route(self, routing_key: str, headers: Mapping[str, Any]) -> Iterable[Destination]:
+        if headers:
+            added = sender_selected_keys(headers)
+            if added:
+                found: dict[Destination, None] = {}
+                for key in (routing_key, *added):
+                    found.update(dict.fromkeys(self.route_key(key)))
+                return found
+        return self.route_key(routing_key)
+
+    def route_key(self, routing_key: str) -> Iterable[Destination]:
+        raise NotImplementedError
+
+
+class DirectExchange(KeyedExchange):
     type_name = "direct"
 
     def __init__(self, name: str, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self._by_key: dict[str, dict[Destination, int]] = {}
 
-    def route(self, routing_key: str, headers: Mapping[str, Any]) -> Iterable[Destination]:
+    def route_key(self, routing_key: str) -> Iterable[Destination]:
         return self._by_key.get(routing_key, ())
 
     def _add(self, destination: Destination, key: str, arguments: dict[str, Any]) -> None:
@@ -137,7 +224,7 @@ class _TrieNode:
         self.destinations: dict[Destination, int] = {}
 
 
-class TopicExchange(Exchange):
+class TopicExchange(KeyedExchange):
     """Binding keys are dot-separated words; ``*`` matches one word and ``#`` zero or more."""
 
     type_name = "topic"
@@ -147,7 +234,7 @@ class TopicExchange(Exchange):
         self._root = _TrieNode()
         self._cache: dict[str, tuple[Destination, ...]] = {}
 
-    def route(self, routing_key: str, headers: Mapping[str, Any]) -> Iterable[Destination]:
+    def route_key(self, routing_key: str) -> Iterable[Destination]:
         hit = self._cache.get(routing_key)
         if hit is None:
             found: dict[Destination, None] = {}
@@ -210,6 +297,8 @@ class HeadersExchange(Exchange):
         self._refs: dict[tuple[Destination, str], int] = {}
 
     def route(self, routing_key: str, headers: Mapping[str, Any]) -> Iterable[Destination]:
+        if BLIND_COPY_HEADER in headers:  # removed before routing: never matched
+            headers = {k: v for k, v in headers.items() if k != BLIND_COPY_HEADER}
         found: dict[Destination, None] = {}
         for (destination, _), (match_all, pairs) in self._matchers.items():
             if destination not in found and _headers_match(match_all, pairs, headers):
