@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from amqp_spark.protocol import Method, errors
 from amqp_spark.protocol.values import encode_shortstr
 
-from ..model.exchanges import Exchange
+from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration
 from ..model.queues import Consumer, Queue
 from . import spec09
@@ -62,7 +62,8 @@ class ServerChannel:
         #: Queues that buffer publishes (streams), flushed before confirms go out.
         self._unflushed: set[Queue] = set()
         self.transactional = False
-        self._tx_publishes: list[tuple[Exchange, Message, bool]] = []
+        #: (exchange, message, mandatory, headers as published: they route)
+        self._tx_publishes: list[tuple[Exchange, Message, bool, dict[str, Any]]] = []
         self._tx_settles: list[tuple[str, int, Unacked]] = []
         self._last_queue: str | None = None
         self.closed = False
@@ -408,16 +409,21 @@ class ServerChannel:
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - invalid expiration '{properties.expiration}'"
             )
-        message = Message(m.exchange, m.routing_key, properties, body)
+        headers = properties.headers or {}  # as published: its CC and BCC keys route too
+        check_sender_selected(headers)
+        message = Message(m.exchange, m.routing_key, without_bcc(properties), body)
         self.conn.published(len(body))
         if self.transactional:
-            self._tx_publishes.append((exchange, message, m.mandatory))
+            self._tx_publishes.append((exchange, message, m.mandatory, headers))
         else:
-            self._enqueue(exchange, message, m.mandatory)
+            self._enqueue(exchange, message, m.mandatory, headers)
 
-    def _enqueue(self, exchange: Exchange, message: Message, mandatory: bool) -> bool:
-        """Route and enqueue; True when the store journaled the message."""
-        queues = self.vhost.route(exchange, message.routing_key, message.headers)
+    def _enqueue(
+        self, exchange: Exchange, message: Message, mandatory: bool, headers: dict[str, Any]
+    ) -> bool:
+        """Route by the headers as published and enqueue; True when the store journaled
+        the message."""
+        queues = self.vhost.route(exchange, message.routing_key, headers)
         accepted, journaled = True, False
         if not queues:
             if mandatory:
@@ -511,7 +517,7 @@ class ServerChannel:
         self._require_tx()
         publishes, self._tx_publishes = self._tx_publishes, []
         settles, self._tx_settles = self._tx_settles, []
-        journaled = [self._enqueue(ex, message, mandatory) for ex, message, mandatory in publishes]
+        journaled = [self._enqueue(*publish) for publish in publishes]
         for action, _, item in settles:
             self._settle(action, [item])
         if any(journaled) or settles:
