@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from amqp_spark.protocol import SPEC_0_9_1
@@ -166,13 +167,29 @@ def validate_expiration(value: Any) -> bool:
     return isinstance(value, str) and value.isdigit()
 
 
-class QueuedMessage:
-    """One message in one queue: what differs between the queues it was routed to."""
+def with_headers(message: Message, headers: dict[str, Any]) -> Message:
+    """A copy of ``message`` (of any class) whose properties' headers are updated with
+    ``headers``; everything else, the journal id included, is shared."""
+    props = message.properties
+    fields = props.fields()
+    fields["headers"] = {**(props.headers or {}), **headers}
+    changed = copy.copy(message)
+    changed.properties = type(props)(**fields)
+    changed._header = None
+    return changed
 
-    __slots__ = ("message", "expires_at", "redelivered", "size")
+
+class QueuedMessage:
+    """One message in one queue: what differs between the queues it was routed to.
+
+    ``delivery_count`` counts the times the entry came back unacknowledged to a queue with
+    ``x-delivery-limit`` (RabbitMQ's quorum-queue counter; see ``Queue.as_delivered``)."""
+
+    __slots__ = ("message", "expires_at", "redelivered", "size", "delivery_count")
 
     def __init__(self, message: Message, expires_at: float | None) -> None:
         self.message = message
         self.expires_at = expires_at
         self.redelivered = False
         self.size = len(message.body)
+        self.delivery_count = 0

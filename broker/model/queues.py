@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from amqp_spark.protocol import errors
 
 from .clock import TimerHandle
-from .message import Message, QueuedMessage
+from .message import Message, QueuedMessage, with_headers
 
 if TYPE_CHECKING:
     from .memory import MemoryGauge
@@ -218,6 +218,7 @@ class QueueSettings:
         "dead_letter_routing_key",
         "max_priority",
         "single_active_consumer",
+        "delivery_limit",
     )
 
     def __init__(self, queue: str, vhost: str, args: dict[str, Any]) -> None:
@@ -240,6 +241,9 @@ class QueueSettings:
         dlk = args.get("x-dead-letter-routing-key")
         self.dead_letter_routing_key: str | None = dlk if isinstance(dlk, str) else None
         self.single_active_consumer = args.get("x-single-active-consumer") is True
+        #: RabbitMQ's quorum-queue argument, here on any queue: how many times a message may
+        #: come back unacknowledged before it is dead-lettered (reason ``delivery_limit``).
+        self.delivery_limit = _int_arg(queue, vhost, args, "x-delivery-limit", 0)
 
 
 class Queue:
@@ -283,6 +287,9 @@ class Queue:
         self._expiry_timer: TimerHandle | None = None
         self._expiry_at: float | None = None
         self._unused_timer: TimerHandle | None = None
+        #: Where let-go messages go (rule basic.deliver:01 and the x- arguments); the 0-9
+        #: lanes route their content classes' messages their own way.
+        self.dead_letterer: Callable[[Queue, Message, str], None] = vhost.dead_letter
         self.touch()
 
     def __repr__(self) -> str:
@@ -304,7 +311,7 @@ class Queue:
         if s.overflow != "drop-head" and self._full(len(message.body)):
             self.vhost.store.message_removed(self, message)
             if s.overflow == "reject-publish-dlx":
-                self.vhost.dead_letter(self, message, "maxlen")
+                self.dead_letterer(self, message, "maxlen")
             return False
         ttl = self._ttl(message)
         self._append(message, ttl)
@@ -363,7 +370,7 @@ class Queue:
     def _drop(self, entry: QueuedMessage, reason: str) -> None:
         self._take(entry)
         self._forget(entry)
-        self.vhost.dead_letter(self, entry.message, reason)
+        self.dead_letterer(self, entry.message, reason)
 
     # -- expiry -------------------------------------------------------------------------------
 
@@ -462,13 +469,21 @@ class Queue:
             self._take(entry)
             if entry.expires_at is not None and entry.expires_at <= now:
                 self._forget(entry)
-                self.vhost.dead_letter(self, entry.message, "expired")
+                self.dead_letterer(self, entry.message, "expired")
                 continue
             if consumer.no_ack:
                 self._forget(entry)
             else:
                 self.unacked += 1
             consumer.sink.deliver(consumer, self, entry)
+
+    def as_delivered(self, entry: QueuedMessage) -> Message:
+        """``entry``'s message as a delivery shows it. With ``x-delivery-limit``, as on a
+        RabbitMQ quorum queue, it carries ``x-delivery-count``: the times it came back so
+        far (0 on the first delivery)."""
+        if self.settings.delivery_limit is None:
+            return entry.message
+        return with_headers(entry.message, {"x-delivery-count": entry.delivery_count})
 
     def get(self) -> QueuedMessage | None:
         """basic.get: the head message (the caller settles it unless no-ack) or None."""
@@ -495,18 +510,38 @@ class Queue:
                 self._forget(entry)
             return
         for entry in reversed(entries):
+            if not self.returned(entry):
+                continue
             self.unacked -= 1
             entry.redelivered = True
             self.ready.appendleft(entry)
             self.ready_bytes += entry.size
         self.dispatch()
 
+    def returned(self, entry: QueuedMessage) -> bool:
+        """An unacknowledged entry comes back (requeued, or its channel closed). With
+        ``x-delivery-limit`` it is counted (rule basic.deliver:01), and once it came back
+        more times than the limit it is dead-lettered, reason ``delivery_limit``, as on a
+        RabbitMQ quorum queue: False then, and the entry is gone."""
+        limit = self.settings.delivery_limit
+        if limit is None:
+            return True
+        entry.delivery_count += 1
+        if entry.delivery_count <= limit:
+            return True
+        self._let_go(entry, "delivery_limit")
+        return False
+
     def reject(self, entry: QueuedMessage) -> None:
         """Rejected without requeue: discarded or dead-lettered."""
+        self._let_go(entry, "rejected")
+
+    def _let_go(self, entry: QueuedMessage, reason: str) -> None:
+        """An unacknowledged entry leaves for good: discarded or dead-lettered."""
         self.unacked -= 1
         self._forget(entry)
         if not self.deleted:
-            self.vhost.dead_letter(self, entry.message, "rejected")
+            self.dead_letterer(self, entry.message, reason)
 
     # -- life cycle ---------------------------------------------------------------------------
 

@@ -103,7 +103,7 @@ class ServerChannel:
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self.track_delivery(consumer, queue, entry)
         self.conn.send_delivery(
-            self.id, self._tag_bytes[consumer], tag, entry.redelivered, entry.message
+            self.id, self._tag_bytes[consumer], tag, entry.redelivered, queue.as_delivered(entry)
         )
 
     def consumer_cancelled(self, consumer: Consumer) -> None:
@@ -299,7 +299,7 @@ class ServerChannel:
             q.settle(entry)
         else:
             self.unacked[tag] = (None, q, entry)
-        msg = entry.message
+        msg = q.as_delivered(entry)
         get_ok = self._m("basic.get-ok")(
             delivery_tag=tag,
             redelivered=entry.redelivered,

@@ -126,7 +126,7 @@ def _open_ok(ch: ServerChannel, m: Any) -> None:
     outgoing = ext.outgoing_file
     if outgoing is None:
         raise errors.CommandInvalid("COMMAND_INVALID - file.open-ok without file.open")
-    message = outgoing.entry.message
+    message = outgoing.lane.as_delivered(outgoing.entry)
     if not 0 <= m.staged_size <= len(message.body):
         raise errors.PreconditionFailed(
             f"PRECONDITION_FAILED - staged-size {m.staged_size} outside the "

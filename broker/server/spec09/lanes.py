@@ -6,17 +6,36 @@ gets its own *lane*: a private ``Queue`` object that shares the real queue's vir
 but holds only that class's messages and consumers. Routing finds the real queue; the
 content goes to its lane. Basic content keeps using the real queue untouched, so 0-9-1
 traffic never sees the lanes.
+
+A lane takes the real queue's limits (``LIMIT_ARGUMENTS``: delivery limit, length limits,
+overflow mode, dead-letter exchange); what it dead-letters goes, with RabbitMQ's ``x-death``
+headers, to the lanes of the same content class of the dead-letter exchange's queues.
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 
+from amqp_spark.protocol import SPEC_0_9_1
+
+from ...model.message import Message, with_headers
 from ...model.queues import Queue
+from ...model.vhost import _is_cycle, dead_lettered
 from . import durable_lanes
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
 _LANE_ARGUMENTS = {"x-max-priority": 9}
+#: The real queue's arguments its lanes apply to their own messages too.
+LIMIT_ARGUMENTS = (
+    "x-delivery-limit",
+    "x-max-length",
+    "x-max-length-bytes",
+    "x-overflow",
+    "x-dead-letter-exchange",
+    "x-dead-letter-routing-key",
+)
+_BASIC_PROPERTIES = SPEC_0_9_1.properties("basic")
 _lanes: weakref.WeakKeyDictionary[Queue, dict[str, Queue]] = weakref.WeakKeyDictionary()
 
 
@@ -27,13 +46,42 @@ def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
     by_class = _lanes.setdefault(queue, {})
     found = by_class.get(content_class)
     if found is None:
+        arguments = {
+            **_LANE_ARGUMENTS,
+            **{k: v for k, v in queue.arguments.items() if k in LIMIT_ARGUMENTS},
+        }
         if content_class in durable_lanes.CLASSES and data_dir and queue.queue_id:
             where = durable_lanes.directory(data_dir, content_class, queue)
-            found = durable_lanes.DurableLane(queue.vhost, queue.name, _LANE_ARGUMENTS, where)
+            found = durable_lanes.DurableLane(queue.vhost, queue.name, arguments, where)
         else:
-            found = Queue(queue.vhost, queue.name, arguments=_LANE_ARGUMENTS)
+            found = Queue(queue.vhost, queue.name, arguments=arguments)
+        found.dead_letterer = functools.partial(_dead_letter, content_class, data_dir)
         by_class[content_class] = found
     return found
+
+
+def _dead_letter(
+    content_class: str, data_dir: str | None, source: Queue, message: Message, reason: str
+) -> None:
+    """A lane lets ``message`` go: a copy with the death recorded as RabbitMQ records it
+    (``dead_lettered``) goes to the ``content_class`` lanes of the queues the dead-letter
+    exchange routes it to. The message class, whose properties are a dict, is not kept."""
+    settings = source.settings
+    vhost = source.vhost
+    dlx = vhost.exchanges.get(settings.dead_letter_exchange or "")
+    if settings.dead_letter_exchange is None or dlx is None or isinstance(message.properties, dict):
+        return
+    key = settings.dead_letter_routing_key or message.routing_key
+    # dead_lettered reads basic properties: only the headers matter here.
+    basic = _BASIC_PROPERTIES(headers=message.headers)
+    as_basic = Message(message.exchange, message.routing_key, basic, b"")
+    headers = dead_lettered(as_basic, source.name, reason, dlx.name, key).headers
+    dead = with_headers(message, headers)
+    dead.exchange, dead.routing_key, dead._envelope = dlx.name, key, None
+    deaths = headers["x-death"]
+    for target in vhost.route(dlx, key, headers):
+        if not _is_cycle(deaths, target.name):
+            lane(target, content_class, data_dir).publish(dead)
 
 
 def lanes_of(queue: Queue, data_dir: str | None) -> list[Queue]:

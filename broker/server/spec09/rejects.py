@@ -35,7 +35,9 @@ def requeue_elsewhere(ch: ServerChannel, items: list[Unacked]) -> None:
         entry.redelivered = True
         other = _other_consumer(ch, queue)
         if other is None:
-            parked.append((queue, entry))
+            parked.append((queue, entry))  # counted by queue.requeue when it goes back
+            continue
+        if not queue.returned(entry):  # over its x-delivery-limit: dead-lettered
             continue
         if other.no_ack:
             queue.settle(entry)
