@@ -11,7 +11,9 @@ import datetime
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from amqp_spark.options import (
     Option,
@@ -86,6 +88,23 @@ def parse_ending_offsets(name: str, value: str) -> str | dict[str, int]:
     raise OptionError(name, value, _ENDING_ACCEPTED)
 
 
+_CHECKPOINT_ACCEPTED = (
+    "the query's checkpoint directory, the path given to writeStream.option("
+    "'checkpointLocation', ...): a local path or a file: URI such as 'file:///data/ck'"
+)
+
+
+def parse_checkpoint_location(name: str, value: str) -> Path:
+    """A local path or a ``file:`` URI (whether it is a query's checkpoint directory is
+    checked where it is used: Spark creates it only when the query starts)."""
+    parts = urlsplit(value.strip())
+    if parts.scheme == "file" and parts.netloc in ("", "localhost") and parts.path:
+        return Path(unquote(parts.path))
+    if value.strip() and (not parts.scheme or len(parts.scheme) == 1):  # no scheme (or C:)
+        return Path(value.strip())
+    raise OptionError(name, value, _CHECKPOINT_ACCEPTED)
+
+
 def _json_object(name: str, value: str, accepted: str) -> dict[str, Any]:
     try:
         parsed = json.loads(value)
@@ -118,6 +137,7 @@ SOURCE_OPTIONS: tuple[Option[Any], ...] = (
     Option("pollTimeoutMs", int_parser(1, 600_000), default=2000),
     Option("maxReconnectAttempts", int_parser(0, 100), default=5),
     Option("rowsPerPartition", int_parser(1), default=100_000),
+    Option("checkpointLocation", parse_checkpoint_location),
 )
 
 
@@ -139,6 +159,7 @@ class SourceOptions:
     poll_timeout: float  #: seconds to wait for deliveries known to be on their way
     max_reconnect_attempts: int
     rows_per_partition: int
+    checkpoint_location: Path | None  #: classic queues, trigger(once=True): see stream_reader
     given: frozenset[str]  #: documented names of the options the user set
 
     @property
@@ -197,8 +218,24 @@ class SourceOptions:
             poll_timeout=p["pollTimeoutMs"] / 1000,
             max_reconnect_attempts=p["maxReconnectAttempts"],
             rows_per_partition=p["rowsPerPartition"],
+            checkpoint_location=p["checkpointLocation"],
             given=given,
         )
+
+    def query_checkpoint(self) -> Path | None:
+        """``checkpointLocation`` once the query runs: Spark has created the directory and
+        its ``metadata`` file at start, so a path without them is not this query's checkpoint
+        (its commits would never be found and nothing would ever be acked)."""
+        path = self.checkpoint_location
+        if path is None or (path / "metadata").is_file():
+            return path
+        if not path.exists():
+            problem = "it does not exist"
+        elif not path.is_dir():
+            problem = "it is not a directory"
+        else:
+            problem = "it holds no streaming query checkpoint (no 'metadata' file)"
+        raise OptionError("checkpointLocation", str(path), _CHECKPOINT_ACCEPTED, problem)
 
     def start_spec(self, queue: str) -> StartSpec:
         """Where ``queue`` starts when the query has no checkpoint (queues missing from a

@@ -10,6 +10,13 @@ once run, a committed batch would stay unacked until the next run. But Spark cal
 commit log (a batch that failed is replanned through ``partitions`` without it), also once
 more after the last batch of an AvailableNow run. So ``latestOffset`` acks up to ``start``
 first: acks go out within a trigger interval of Spark's commit, idle or not.
+
+``trigger(once=True)`` is the exception: Spark calls nothing on the source after planning the
+only batch, and the next run's deferred ``commit`` names a connection that is gone. But Spark
+ends the run with SIGTERM to the runner only after writing the batch to the commit log
+(measured: ``commits/<N>`` is written before the signal). So with the ``checkpointLocation``
+option, the SIGTERM handler looks the batch up in the query's checkpoint and acks it iff it
+was committed, before closing the connection; a failed run acks nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import logging
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -32,7 +40,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from amqp_spark.offsets import ClassicOffset, StreamOffset
+from amqp_spark.offsets import ClassicOffset, StreamOffset, latest_batch_committed_at
 from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
 from amqp_spark.source.classic import ClassicConsumers, Limits
 from amqp_spark.source.options import SourceOptions
@@ -41,11 +49,13 @@ from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
 
 log = logging.getLogger("amqp_spark.source")
 
-ONCE_UNSUPPORTED = (
-    "amqp source: trigger(once=True) cannot be used with classic queues: Spark calls nothing "
-    "on the source after the only batch of a once run, so its messages could never be acked "
-    "(they would be requeued and read again by every run). Use trigger(availableNow=True): "
-    "it reads the same backlog and acks it when the run ends."
+ONCE_NEEDS_CHECKPOINT = (
+    "amqp source: trigger(once=True) on classic queues needs the source option "
+    "'checkpointLocation' set to the query's checkpoint directory (the path given to "
+    "writeStream.option('checkpointLocation', ...)): Spark calls nothing on the source after "
+    "the only batch of a once run, so the source acks that batch when the run ends, once it "
+    "finds it committed there. Without it the messages would be requeued and read again by "
+    "every run. Or use trigger(availableNow=True): it reads the same backlog and acks it."
 )
 #: The row limit standing for "none" (a Java long): see ``getDefaultReadLimit``.
 NO_ROW_LIMIT = 2**63 - 1
@@ -59,6 +69,8 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._streams: StreamTails | None = None
         self._available_now = False
         self._sigterm_installed = False
+        #: A once run on classic queues: the query's checkpoint and the end of its batch.
+        self._once: tuple[Path, dict[str, Any]] | None = None
 
     # -- runner-side state --------------------------------------------------------------------
 
@@ -136,11 +148,23 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state = self._state()
         if isinstance(state, StreamTails):
             return state.latest(StreamOffset.from_dict(start), self._limits(limit)).to_dict()
-        if isinstance(limit, ReadAllAvailable):  # only trigger(once=True) passes this
-            raise RuntimeError(ONCE_UNSUPPORTED)
         begin = ClassicOffset.from_dict(start)
+        if isinstance(limit, ReadAllAvailable):  # only trigger(once=True) passes this
+            return self._plan_once(state, begin)
         state.ack_through(begin)  # every batch up to `start` is in Spark's commit log
         return state.latest(begin, self._limits(limit), wait=self._available_now).to_dict()
+
+    def _plan_once(self, state: ClassicConsumers, begin: ClassicOffset) -> dict[str, Any]:
+        """The only batch of a once run: everything that arrives (up to the window the
+        driver may hold), remembered so that ``stop`` can ack it once Spark committed it."""
+        checkpoint = self.options.query_checkpoint()
+        if checkpoint is None:
+            raise RuntimeError(ONCE_NEEDS_CHECKPOINT)
+        state.ack_through(begin)  # a no-op unless the batch before is of this connection
+        everything = Limits(max_rows=state.window * max(len(self.options.queues), 1))
+        end = state.latest(begin, everything, wait=True).to_dict()
+        self._once = (checkpoint, end)
+        return end
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: where each queue ends as
@@ -183,6 +207,24 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._classic.ack_through(ClassicOffset.from_dict(end))
 
     def stop(self) -> None:
+        """Close the connections; a once run on classic queues first acks its batch if Spark
+        committed it (see the module docstring)."""
+        if self._classic is not None and self._once is not None:
+            self._ack_once_batch(self._classic, *self._once)
         for state in (self._classic, self._streams):
             if state is not None:
                 state.close()
+
+    @staticmethod
+    def _ack_once_batch(state: ClassicConsumers, checkpoint: Path, end: dict[str, Any]) -> None:
+        try:
+            committed = latest_batch_committed_at(checkpoint, end)
+        except OSError as e:  # unreadable: left unacked, the broker requeues (at-least-once)
+            log.warning("amqp source: once run: cannot read the checkpoint %s: %s", checkpoint, e)
+            return
+        if committed:
+            state.ack_through(ClassicOffset.from_dict(end))
+        log.info(
+            "amqp source: once run ends; its batch %s",
+            "was committed: acked" if committed else "was not committed: left to the broker",
+        )

@@ -131,21 +131,6 @@ def test_max_bytes_per_trigger_bounds_every_batch(broker: Broker, queries: Queri
     assert max(sizes) <= 5
 
 
-def test_trigger_once_is_refused_pointing_to_available_now_and_acks_nothing(
-    broker: Broker, queries: Queries
-) -> None:
-    queue = broker.new_queue()
-    broker.publish(queue, bodies(5))
-
-    query = queries.start(
-        options(broker, queue), queries.checkpoint(), lambda df, _: None, trigger={"once": True}
-    )
-
-    with pytest.raises(StreamingQueryException, match="trigger\\(availableNow=True\\)"):
-        query.awaitTermination(120)
-    assert broker.wait_ready(queue, 5) == 5
-
-
 def test_messages_stay_unacked_until_spark_commits_the_batch(
     broker: Broker, queries: Queries
 ) -> None:
