@@ -420,7 +420,7 @@ class Queue:
         if self.deleted:
             return
         if not self.consumers and self.auto_delete and self._had_consumers:
-            self.vhost.delete_queue(self)
+            self.vhost.delete_unused_queue(self)
             return
         self.touch()
         self.dispatch()
@@ -566,7 +566,7 @@ class Queue:
     def _on_unused(self) -> None:
         self._unused_timer = None
         if not self.deleted and not self.consumers:
-            self.vhost.delete_queue(self)
+            self.vhost.delete_unused_queue(self)
 
     def destroy(self) -> list[Consumer]:
         """Called by the virtual host on delete: drop everything; returns the consumers."""

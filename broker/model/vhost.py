@@ -69,6 +69,10 @@ class VirtualHost:
         for ename, etype in STANDARD_EXCHANGES.items():
             self.exchanges[ename] = EXCHANGE_TYPES[etype](ename, durable=True)
         self.queues: dict[str, Queue] = {}
+        #: The lanes of the queues: for a queue, its private queue of each content class other
+        #: than basic that it was sent or consumed (the 0-9 classes; broker.server.spec09.lanes).
+        #: They live and die with the queue, and their consumers count as its consumers.
+        self.lanes: dict[Queue, dict[str, Queue]] = {}
         #: For each destination, the exchanges that have bindings to it.
         self._sources: dict[Destination, set[Exchange]] = {}
 
@@ -294,8 +298,22 @@ class VirtualHost:
                     f"but current is {_describe(arg, current_value)}"
                 )
 
+    def lanes_of(self, q: Queue) -> list[Queue]:
+        return list(self.lanes.get(q, {}).values())
+
+    def in_use(self, q: Queue) -> bool:
+        """``q`` or one of its lanes has a consumer."""
+        return bool(q.consumers) or any(lane.consumers for lane in self.lanes_of(q))
+
+    def delete_unused_queue(self, q: Queue) -> None:
+        """Auto-delete or ``x-expires`` found ``q`` without consumers of its own: it goes
+        unless a lane of it still has consumers (the lane deletes it when they go)."""
+        if not self.in_use(q):
+            self.delete_queue(q)
+
     def delete_queue(self, q: Queue) -> int:
-        """Remove a queue: its bindings go, its consumers are told. Returns its message count."""
+        """Remove a queue: its bindings go, its consumers (those of its lanes too) are told.
+        Returns its message count."""
         if self.queues.get(q.name) is not q:
             return 0
         count = q.message_count
@@ -304,8 +322,9 @@ class VirtualHost:
             source.unbind_all(q)
             self._after_unbind(source)
         self.exchanges[""].unbind(q, q.name, {})
-        for consumer in q.destroy():
-            consumer.sink.consumer_cancelled(consumer)
+        for queue in (q, *self.lanes.pop(q, {}).values()):
+            for consumer in queue.destroy():
+                consumer.sink.consumer_cancelled(consumer)
         if q.durable:
             self.store.queue_deleted(self.name, q.name)
         return count
@@ -316,7 +335,7 @@ class VirtualHost:
         if name not in self.queues:
             return 0
         q = self.queue(name, owner)
-        if if_unused and q.consumers:
+        if if_unused and self.in_use(q):
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - queue '{name}' {self._where()} in use"
             )
