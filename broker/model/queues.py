@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from .persistence import SpillQueue
     from .vhost import VirtualHost
 
-OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx")
+#: RabbitMQ's modes, and one of ours: ``drop-lowest-priority`` (rules basic:05, message:05,
+#: stream:01 of AMQP 0-9) drops the oldest message of the lowest priority present instead of
+#: the head; without priorities it is drop-head.
+OVERFLOW_MODES = ("drop-head", "reject-publish", "reject-publish-dlx", "drop-lowest-priority")
+_DROPPING_MODES = ("drop-head", "drop-lowest-priority")
 _MAX_PRIORITY_LIMIT = 255
 
 
@@ -163,6 +167,17 @@ class ReadyMessages:
     def popleft(self) -> QueuedMessage:
         level = self._head_level()
         assert level is not None, "popleft from an empty queue"
+        self._len -= 1
+        entry = level.popleft()
+        self._held_bytes -= entry.size
+        return entry
+
+    def pop_lowest(self) -> QueuedMessage:
+        """Remove the oldest entry of the lowest priority present (the head when the queue
+        has one level: spilled entries exist only then, and are newer than the head)."""
+        level = next((level for level in self._levels if level), None)
+        if level is None or len(self._levels) == 1:
+            return self.popleft()
         self._len -= 1
         entry = level.popleft()
         self._held_bytes -= entry.size
@@ -308,16 +323,18 @@ class Queue:
     def publish(self, message: Message) -> bool:
         """Enqueue a routed message; False when overflow refuses it (reject-publish)."""
         s = self.settings
-        if s.overflow != "drop-head" and self._full(len(message.body)):
+        if s.overflow not in _DROPPING_MODES and self._full(len(message.body)):
             self.vhost.store.message_removed(self, message)
             if s.overflow == "reject-publish-dlx":
                 self.dead_letterer(self, message, "maxlen")
             return False
         ttl = self._ttl(message)
         self._append(message, ttl)
-        if s.overflow == "drop-head":
-            while self.ready and self._full(0):
-                self._drop(self.ready.popleft(), "maxlen")
+        if s.overflow in _DROPPING_MODES:
+            ready = self.ready
+            take = ready.popleft if s.overflow == "drop-head" else ready.pop_lowest
+            while ready and self._full(0):
+                self._drop(take(), "maxlen")
         if self.consumers:
             self.dispatch()
         if ttl is not None:
