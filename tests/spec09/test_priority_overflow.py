@@ -50,9 +50,7 @@ def test_without_priorities_the_oldest_message_goes_as_with_drop_head(
 
 
 @pytest.mark.spec_rule("message:05")
-def test_messages_over_the_limit_are_discarded_lowest_priority_first(
-    peer: Peer, name: str
-) -> None:
+def test_messages_over_the_limit_are_discarded_lowest_priority_first(peer: Peer, name: str) -> None:
     _limited_queue(peer, name)
     for body, priority in PUBLISHED:
         transfer(peer, 1, name, body, priority=priority)
