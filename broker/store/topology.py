@@ -1,5 +1,6 @@
-"""Durable definitions (vhosts, users, permissions, exchanges, queues, bindings) and the
-small versioned JSON file they live in, rewritten atomically on every change.
+"""Durable definitions (vhosts, users, permissions, topic permissions, exchanges, queues,
+bindings) and the small versioned JSON file they live in, rewritten atomically on every
+change.
 
 Field-table arguments are kept exactly: encoded as an AMQP field table, then base64.
 """
@@ -34,6 +35,15 @@ class PermissionDef:
     user: str
     vhost: str
     configure: str = ".*"
+    write: str = ".*"
+    read: str = ".*"
+
+
+@dataclass(frozen=True)
+class TopicPermissionDef:
+    user: str
+    vhost: str
+    exchange: str
     write: str = ".*"
     read: str = ".*"
 
@@ -78,6 +88,8 @@ class Topology:
     users: dict[str, UserDef] = field(default_factory=dict)
     #: (user, vhost) -> permission
     permissions: dict[tuple[str, str], PermissionDef] = field(default_factory=dict)
+    #: (user, vhost, exchange) -> topic permission
+    topic_permissions: dict[tuple[str, str, str], TopicPermissionDef] = field(default_factory=dict)
     #: (vhost, name) -> definition
     exchanges: dict[tuple[str, str], ExchangeDef] = field(default_factory=dict)
     queues: dict[tuple[str, str], QueueDef] = field(default_factory=dict)
@@ -97,6 +109,7 @@ class Topology:
             "vhosts": sorted(self.vhosts),
             "users": [_encode(u) for u in self.users.values()],
             "permissions": [_encode(p) for p in self.permissions.values()],
+            "topic_permissions": [_encode(p) for p in self.topic_permissions.values()],
             "exchanges": [_encode(e) for e in self.exchanges.values()],
             "queues": [_encode(q) for q in self.queues.values()],
             "bindings": [_encode(b) for b in self.bindings],
@@ -111,12 +124,15 @@ class Topology:
             raise ValueError("not an amqp-spark topology file")
         users = [UserDef(**{**u, "tags": tuple(u["tags"])}) for u in doc["users"]]
         permissions = [PermissionDef(**p) for p in doc["permissions"]]
+        # Absent from the files of brokers that had no topic permissions.
+        topics = [TopicPermissionDef(**p) for p in doc.get("topic_permissions", [])]
         exchanges = [ExchangeDef(**_decode(e)) for e in doc["exchanges"]]
         queues = [QueueDef(**_decode(q)) for q in doc["queues"]]
         return cls(
             vhosts=set(doc["vhosts"]),
             users={u.name: u for u in users},
             permissions={(p.user, p.vhost): p for p in permissions},
+            topic_permissions={(p.user, p.vhost, p.exchange): p for p in topics},
             exchanges={(e.vhost, e.name): e for e in exchanges},
             queues={(q.vhost, q.name): q for q in queues},
             bindings=[BindingDef(**_decode(b)) for b in doc["bindings"]],
