@@ -59,6 +59,7 @@ class BrokerServer:
         self._disk_timer: asyncio.TimerHandle | None = None
         try:
             if isinstance(self.store, DurableStore):
+                config.merge_topic_permissions(self.store.topology)  # saved by the next line
                 self.store.merge_definitions(config)
             self.vhosts = {
                 name: VirtualHost(name, loop, self.memory, self.store) for name in config.vhosts
