@@ -17,6 +17,11 @@ basic.get / consume                                                         queu
 queue.purge                                                                 queue
 =========================  ===========================  ==================  ================
 
+Topic authorisation (RabbitMQ's, per user, vhost and topic exchange, ``TopicPermission``)
+comes on top: a publish to a topic exchange needs ``write`` on its routing key (the keys of
+``CC`` and ``BCC`` headers are not checked, as in RabbitMQ), and queue.bind, exchange.bind and
+their unbinds with a topic exchange as source need ``read`` on the binding key.
+
 The default exchange is named ``amq.default`` in permissions, as in RabbitMQ. A queue the
 server will name is checked as ``amq.gen-`` followed by a generated-looking suffix.
 Refusals are 403 ACCESS_REFUSED channel errors; a declaration over a limit is 406.
@@ -31,6 +36,7 @@ from typing import Any
 from amqp_spark.protocol import Method, errors
 
 from .config import BrokerConfig, Permission, User
+from .model.exchanges import TopicExchange
 from .model.vhost import STANDARD_EXCHANGES, VirtualHost
 
 #: What a server-named queue is checked as before the server picks its name.
@@ -51,6 +57,16 @@ class Access:
             kind: re.compile(getattr(permission, kind)) if getattr(permission, kind) else None
             for kind in ("configure", "write", "read")
         }
+        #: topic exchange -> its write and read patterns, the variables replaced
+        self._topics = {
+            exchange: {
+                kind: re.compile(_expand(getattr(topic, kind), user.name, vhost.name) or "^$")
+                for kind in ("write", "read")
+            }
+            for (user_name, vhost_name, exchange), topic in config.topic_permissions.items()
+            if user_name == user.name and vhost_name == vhost.name
+        }
+        #: (kind, resource or "topic", name or exchange and key) -> allowed; bounded
         self._allowed: dict[tuple[str, str, str], bool] = {}
 
     def check(self, method: Method, last_queue: str | None = None) -> None:
@@ -67,19 +83,42 @@ class Access:
         "exchange") ``name``, else 403."""
         if resource == "exchange" and name == "":
             name = "amq.default"
-        key = (kind, resource, name)
-        allowed = self._allowed.get(key)
-        if allowed is None:
-            pattern = self._patterns[kind]
-            allowed = pattern is not None and pattern.search(name) is not None
-            if len(self._allowed) >= _CACHE_SIZE:
-                self._allowed.clear()
-            self._allowed[key] = allowed
-        if not allowed:
+        if not self._matches((kind, resource, name), self._patterns[kind], name):
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - access to {resource} '{name}' in vhost '{self.vhost.name}' "
                 f"refused for user '{self.user.name}'"
             )
+
+    def require_topic(self, kind: str, exchange_name: str, routing_key: str) -> None:
+        """``kind`` topic permission ("write" or "read") on ``routing_key`` when
+        ``exchange_name`` is a topic exchange the user has topic permissions on, else 403.
+        An exchange that does not exist is left to the method (404), and an internal one
+        to basic.publish's refusal, which RabbitMQ gives first."""
+        patterns = self._topics.get(exchange_name)
+        if patterns is None:
+            return
+        exchange = self.vhost.exchanges.get(exchange_name)
+        if not isinstance(exchange, TopicExchange) or exchange.internal and kind == "write":
+            return
+        key = (kind, "topic", f"{exchange_name}\0{routing_key}")
+        if not self._matches(key, patterns[kind], routing_key):
+            raise errors.AccessRefused(
+                f"ACCESS_REFUSED - access to topic '{routing_key}' in exchange "
+                f"'{exchange_name}' in vhost '{self.vhost.name}' refused for user "
+                f"'{self.user.name}'"
+            )
+
+    def _matches(
+        self, key: tuple[str, str, str], pattern: re.Pattern[str] | None, subject: str
+    ) -> bool:
+        """Whether ``pattern`` is found in ``subject``, remembered under ``key``."""
+        allowed = self._allowed.get(key)
+        if allowed is None:
+            allowed = pattern is not None and pattern.search(subject) is not None
+            if len(self._allowed) >= _CACHE_SIZE:
+                self._allowed.clear()
+            self._allowed[key] = allowed
+        return allowed
 
     # -- rules --------------------------------------------------------------------------------
 
@@ -106,6 +145,8 @@ class Access:
     def _exchange_bind(self, m: Any, last_queue: str) -> None:
         self.require("write", "exchange", m.destination)
         self.require("read", "exchange", m.source)
+        if self._topics:
+            self.require_topic("read", m.source, m.routing_key)
 
     def _queue_declare(self, m: Any, last_queue: str) -> None:
         if m.passive:
@@ -130,12 +171,21 @@ class Access:
     def _queue_bind(self, m: Any, last_queue: str) -> None:
         self.require("write", "queue", m.queue or last_queue)
         self.require("read", "exchange", m.exchange)
+        if self._topics:
+            self.require_topic("read", m.exchange, m.routing_key)
 
     def _queue_read(self, m: Any, last_queue: str) -> None:
         self.require("read", "queue", m.queue or last_queue)
 
     def _basic_publish(self, m: Any, last_queue: str) -> None:
         self.require("write", "exchange", m.exchange)
+        if self._topics:
+            self.require_topic("write", m.exchange, m.routing_key)
+
+
+def _expand(pattern: str, username: str, vhost: str) -> str:
+    """A topic permission with its variables replaced, unescaped, as RabbitMQ does."""
+    return pattern.replace("{username}", username).replace("{vhost}", vhost)
 
 
 _RULES: dict[str, Callable[[Access, Any, str], None]] = {

@@ -37,6 +37,9 @@ Example file::
     configure = "^app-"
     write = "^app-|^amq\\.default$"
     read = ".*"
+    [users.app.topic_permissions."/".orders]   # topic exchange "orders" in vhost "/"
+    write = "^{username}\\."          # routing keys this user may publish with
+    read = "^order\\."                # binding keys it may bind (and unbind) queues with
 
 A user may instead list ``vhosts = ["/", "staging"]``: full permissions (".*") on each.
 """
@@ -48,9 +51,12 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .auth import check_password, hash_password
+
+if TYPE_CHECKING:
+    from .store.topology import Topology
 
 tomllib: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
@@ -72,6 +78,30 @@ class Permission:
                 re.compile(getattr(self, kind))
             except re.error as e:
                 raise ValueError(f"permission {kind}={getattr(self, kind)!r}: {e}") from None
+
+
+@dataclass(frozen=True)
+class TopicPermission:
+    """A user's rights on the routing keys of one topic exchange in one virtual host
+    (RabbitMQ's topic authorisation): regular expressions searched in the routing key of a
+    publish (``write``) and in the binding key of a queue.bind, exchange.bind or their
+    unbinds with the exchange as source (``read``). ``{username}`` and ``{vhost}`` stand for
+    the connection's, replaced as they are (not escaped). An empty string permits only the
+    empty key. An exchange with no topic permission for the user is not restricted."""
+
+    write: str = ".*"
+    read: str = ".*"
+
+    def __post_init__(self) -> None:
+        for kind in ("write", "read"):
+            try:
+                re.compile(getattr(self, kind))
+            except re.error as e:
+                raise ValueError(f"topic permission {kind}={getattr(self, kind)!r}: {e}") from None
+
+
+#: (user, virtual host, topic exchange) -> what the user may do with its routing keys
+TopicPermissions = dict[tuple[str, str, str], TopicPermission]
 
 
 @dataclass
@@ -143,12 +173,32 @@ class BrokerConfig:
     #: AMQP 0-9/0-8 only: virtual host -> servers ("host[:port]") its clients are sent to
     #: with connection.redirect unless they insist (0-9-1 has no redirect).
     redirect: dict[str, list[str]] = field(default_factory=dict)
+    #: Declared under each user (``[users.<name>.topic_permissions.<vhost>.<exchange>]``).
+    topic_permissions: TopicPermissions = field(default_factory=dict)
 
     def connection_limit_of(self, user: User) -> int:
         """The user's open-connection limit; 0 means none."""
         if user.max_connections is not None:
             return user.max_connections
         return self.user_connection_max
+
+    def merge_topic_permissions(self, topology: Topology) -> None:
+        """Join the topic permissions with a data directory's, as the store joins users and
+        permissions, and before it does (``users`` holds the configured users only): the
+        stored ones of a user the configuration does not define come back, and a defined
+        user's are stored, replacing what was. The store's merge saves the topology."""
+        from .store.topology import TopicPermissionDef
+
+        stored = topology.topic_permissions
+        for key, d in list(stored.items()):
+            if key[0] in self.users:
+                del stored[key]
+            else:
+                self.topic_permissions[key] = TopicPermission(d.write, d.read)
+        for (user, vhost, exchange), p in self.topic_permissions.items():
+            stored[(user, vhost, exchange)] = TopicPermissionDef(
+                user, vhost, exchange, p.write, p.read
+            )
 
     @classmethod
     def from_toml(cls, path: str | Path) -> BrokerConfig:
@@ -163,6 +213,8 @@ class BrokerConfig:
         config = cls(**data)
         if users_data is not None:
             config.users = {name: _user(name, spec) for name, spec in users_data.items()}
+            for name, spec in users_data.items():
+                config.topic_permissions.update(_topic_permissions(name, spec))
         if tls_data is not None:
             config.tls = tls_data if isinstance(tls_data, TLSConfig) else TLSConfig(**tls_data)
         return config
@@ -188,3 +240,13 @@ def _user(name: str, spec: dict[str, Any] | User) -> User:
         list(spec.get("tags", [])),
         spec.get("max_connections"),
     )
+
+
+def _topic_permissions(name: str, spec: dict[str, Any] | User) -> TopicPermissions:
+    """A user's ``topic_permissions`` section: vhost -> exchange -> write and read."""
+    sections = {} if isinstance(spec, User) else spec.get("topic_permissions", {})
+    return {
+        (name, vhost, exchange): TopicPermission(**p)
+        for vhost, exchanges in sections.items()
+        for exchange, p in exchanges.items()
+    }

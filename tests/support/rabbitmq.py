@@ -35,6 +35,20 @@ class RabbitMQUnavailable(RuntimeError):
     """No RabbitMQ could be had; the message says why and what to install or set."""
 
 
+#: The private nodes this process has running, by URL (for ``rabbitmqctl``).
+_RUNNING: dict[str, RabbitMQNode] = {}
+
+
+def rabbitmqctl(url: str, *args: str) -> str:
+    """Run ``rabbitmqctl args...`` against the private node serving ``url`` and return its
+    output. RabbitMQUnavailable when ``url`` is not a node this process started (a server
+    named by the environment or a container): its users cannot be managed from here."""
+    node = _RUNNING.get(url)
+    if node is None:
+        raise RabbitMQUnavailable(f"{url} is not a private node of this test run")
+    return node.ctl(*args)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -153,6 +167,7 @@ class RabbitMQNode:
                 self._fail(f"exited with code {self._process.returncode} while starting")
             if amqp_handshake("127.0.0.1", self.port):
                 self.startup_seconds = time.monotonic() - began
+                _RUNNING[self.url] = self
                 return
             time.sleep(0.5)
         self._fail(f"did not answer AMQP on 127.0.0.1:{self.port} within {self.start_timeout}s")
@@ -166,6 +181,7 @@ class RabbitMQNode:
         """Stop the node and everything it started, remove its directory. Idempotent."""
         if self._dir is None:
             return
+        _RUNNING.pop(self.url, None)
         env = self.environment()
         process = self._process
         if process is not None and process.poll() is None:
@@ -192,6 +208,19 @@ class RabbitMQNode:
         shutil.rmtree(self._dir, ignore_errors=True)
         self._dir = None
         self._process = None
+
+    def ctl(self, *args: str, timeout: float = 60.0) -> str:
+        """``rabbitmqctl args...`` against this node; CalledProcessError if it fails."""
+        result = subprocess.run(
+            [str(self.scripts / "rabbitmqctl"), "-n", self.nodename, *args],
+            env=self.environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
+        return result.stdout
 
     @staticmethod
     def _end_process_group(process: subprocess.Popen[bytes]) -> None:
