@@ -9,12 +9,19 @@ the broker has a data directory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .exchanges import Exchange
     from .message import Message, QueuedMessage
     from .queues import Queue
+
+
+#: How recovery puts back a journaled message of a content class other than basic (the 0-9
+#: file and message classes, which queues hold in lanes): AMQP class id -> restore(queue,
+#: journal message id, the message's bytes). The server module of those classes registers.
+CONTENT_RESTORERS: dict[int, Callable[[Queue, int, bytes], None]] = {}
 
 
 class SpillQueue(Protocol):
@@ -64,6 +71,13 @@ class Persistence(Protocol):
         confirm (if ``token`` is not None) then waits until the store reports it written."""
         ...
 
+    def content_routed(self, queue: Queue, class_id: int, data: bytes) -> int:
+        """A message of content class ``class_id`` (not basic; ``data`` is its encoding, which
+        ``CONTENT_RESTORERS[class_id]`` reads back) is enqueued on ``queue``: a store journals
+        it if the queue is durable. Returns its journal id (0: not journaled); the queue's
+        ``message_removed`` acks it as for basic messages."""
+        ...
+
     def message_removed(self, queue: Queue, message: Message) -> None:
         """The message left the queue for good (acked, dropped, purged, dead-lettered, or
         refused on arrival); called exactly once per queue the message was routed to."""
@@ -109,6 +123,9 @@ class InMemory:
 
     def message_routed(self, message: Message, queues: list[Queue], token: object) -> bool:
         return False
+
+    def content_routed(self, queue: Queue, class_id: int, data: bytes) -> int:
+        return 0
 
     def message_removed(self, queue: Queue, message: Message) -> None:
         pass

@@ -59,25 +59,34 @@ class Journal:
         numbers = liveness.segment_numbers
         self._segment = numbers[-1] if numbers else 0
         self._fd = -1
-        if numbers:
+        if numbers and _segment_version(segment_path(directory, self._segment)) == (
+            records.FORMAT_VERSION
+        ):
             path = segment_path(directory, self._segment)
             self._fd = self._open(path, os.O_WRONLY | os.O_APPEND)
             self._size = os.fstat(self._fd).st_size
-        else:
+        else:  # no segment yet, or the last one is of an older format: records go in a new one
             self._rotate()
         self._thread = threading.Thread(target=self._run, name="broker-journal", daemon=True)
         self._thread.start()
 
     # -- called by the broker ------------------------------------------------------------
 
-    def publish(self, queue_ids: Sequence[int], message: bytes, token: object = None) -> int:
-        """Journal ``message`` as held by ``queue_ids``; returns its message id. ``token``
-        (if not None) is handed to ``committed`` once the record is on disk."""
+    def publish(
+        self,
+        queue_ids: Sequence[int],
+        message: bytes,
+        token: object = None,
+        class_id: int = records.BASIC_CLASS,
+    ) -> int:
+        """Journal ``message`` (of content class ``class_id``) as held by ``queue_ids``;
+        returns its message id. ``token`` (if not None) is handed to ``committed`` once the
+        record is on disk."""
         with self._cond:
             self._check()
             msg_id = self._next_id
             self._next_id += 1
-            data = records.publish_record(msg_id, queue_ids, message)
+            data = records.publish_record(msg_id, queue_ids, message, class_id)
             self._pending.append((data, token, msg_id, len(queue_ids)))
             self._cond.notify()
         return msg_id
@@ -203,3 +212,12 @@ class Journal:
             return os.open(path, flags, 0o644)
         except OSError as e:
             raise from_os_error(path, "cannot open the journal segment", e) from e
+
+
+def _segment_version(path: Path) -> int:
+    """The format version in the header of a segment recovery has checked."""
+    try:
+        with open(path, "rb") as f:
+            return int(records.SEGMENT_HEADER.unpack(f.read(records.SEGMENT_HEADER.size))[1])
+    except OSError as e:
+        raise from_os_error(path, "cannot read the journal segment", e) from e

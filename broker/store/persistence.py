@@ -21,14 +21,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from broker.model.persistence import CONTENT_RESTORERS
+
+from . import records
 from .errors import StoreError
 from .journal import Journal
-from .message_codec import encode_message
+from .message_codec import decode_message, encode_message
 from .spilled_entries import SpilledEntries
 from .store import Store
 from .topology import BindingDef, ExchangeDef, PermissionDef, QueueDef, UserDef
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from broker.config import BrokerConfig
     from broker.model.exchanges import Exchange
     from broker.model.message import Message
@@ -106,9 +111,13 @@ class DurableStore:
             q = vhosts[vhost].declare_queue(
                 name, owner=None, durable=True, auto_delete=d.auto_delete, arguments=d.arguments
             )
-            for msg_id, message in self.store.recovered_messages(d.queue_id):
-                message.msg_id = msg_id
-                q.restore(message)
+            for msg_id, class_id, data in self.store.recovered_messages(d.queue_id):
+                if class_id == records.BASIC_CLASS:
+                    message = decode_message(data)
+                    message.msg_id = msg_id
+                    q.restore(message)
+                else:
+                    _restorer(self.store.data_dir, class_id)(q, msg_id, data)
                 count += 1
         for b in list(t.bindings):
             vh = vhosts[b.vhost]
@@ -168,6 +177,11 @@ class DurableStore:
             return False
         message.msg_id = journal.publish(queue_ids, encode_message(message), token)
         return True
+
+    def content_routed(self, queue: Queue, class_id: int, data: bytes) -> int:
+        if self.journal is None or not queue.queue_id:
+            return 0
+        return self.journal.publish([queue.queue_id], data, None, class_id)
 
     def message_removed(self, queue: Queue, message: Message) -> None:
         if queue.queue_id and message.msg_id:
@@ -276,3 +290,15 @@ class DurableStore:
         else:
             return
         self._save()
+
+
+def _restorer(data_dir: Path, class_id: int) -> Callable[[Queue, int, bytes], None]:
+    restore = CONTENT_RESTORERS.get(class_id)
+    if restore is None:
+        raise StoreError(
+            data_dir,
+            f"the journal holds messages of content class {class_id}, which this broker "
+            "cannot restore",
+            "Run the amqp-spark broker that wrote it, or point --data-dir elsewhere",
+        )
+    return restore

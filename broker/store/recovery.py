@@ -82,12 +82,12 @@ def _recover_segment(path: Path, number: int, is_last: bool, state: RecoveredJou
                     _drop_tail(f.fileno(), path, 0, size, state)
                     return
                 raise StoreError(path, "segment file is shorter than its header", _RECOVERY_ADVICE)
-            _check_header(path, number, header)
+            version = _check_header(path, number, header)
             state.liveness.open_segment(number, state.next_msg_id)
             if size == records.SEGMENT_HEADER.size:
                 return
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                end = _replay(mm, number, size, state)
+                end = _replay(mm, number, version, size, state)
                 intact_after = _valid_records_after(mm, end, size) if end < size else 0
             if end < size:
                 if not is_last or intact_after:
@@ -102,7 +102,8 @@ def _recover_segment(path: Path, number: int, is_last: bool, state: RecoveredJou
         raise from_os_error(path, "cannot read the journal segment", e) from e
 
 
-def _check_header(path: Path, number: int, header: bytes) -> None:
+def _check_header(path: Path, number: int, header: bytes) -> int:
+    """The segment's format version, once its header is checked."""
     magic, version, recorded = records.SEGMENT_HEADER.unpack(header)
     if magic != records.SEGMENT_MAGIC:
         raise StoreError(path, "not an amqp-spark journal segment (bad magic)", _RECOVERY_ADVICE)
@@ -115,9 +116,10 @@ def _check_header(path: Path, number: int, header: bytes) -> None:
         )
     if recorded != number:
         raise StoreError(path, f"header says segment {recorded}", _RECOVERY_ADVICE)
+    return int(version)
 
 
-def _replay(mm: mmap.mmap, number: int, size: int, state: RecoveredJournal) -> int:
+def _replay(mm: mmap.mmap, number: int, version: int, size: int, state: RecoveredJournal) -> int:
     """Apply every intact record; returns the offset of the first bad one (or ``size``)."""
     view = memoryview(mm)
     queues = state.queues
@@ -126,7 +128,9 @@ def _replay(mm: mmap.mmap, number: int, size: int, state: RecoveredJournal) -> i
     acked = liveness.acked
     crc32 = zlib.crc32
     unpack_header = records.RECORD_HEADER.unpack_from
-    unpack_publish = records.PUBLISH_HEAD.unpack_from
+    publish_head = records.PUBLISH_HEAD_V1 if version == 1 else records.PUBLISH_HEAD
+    unpack_publish = publish_head.unpack_from
+    ids_at = publish_head.size  # where the queue ids start in a PUBLISH payload
     unpack_ack = records.ACK_HEAD.unpack_from
     unpack_u32 = _U32.unpack_from
     base = number << records.OFFSET_BITS
@@ -142,17 +146,17 @@ def _replay(mm: mmap.mmap, number: int, size: int, state: RecoveredJournal) -> i
                 break
             kind = mm[start]
             if kind == records.PUBLISH:
-                _, msg_id, nqueues = unpack_publish(mm, start)
+                msg_id, nqueues = unpack_publish(mm, start)[1:3]
                 if msg_id < next_id:
                     break
                 held = 0
                 if nqueues == 1:
-                    queue = queues.get(unpack_u32(mm, start + 11)[0])
+                    queue = queues.get(unpack_u32(mm, start + ids_at)[0])
                     if queue is not None:
                         queue[msg_id] = base | pos
                         held = 1
                 else:
-                    for q in struct.unpack_from(f"<{nqueues}I", mm, start + 11):
+                    for q in struct.unpack_from(f"<{nqueues}I", mm, start + ids_at):
                         queue = queues.get(q)
                         if queue is not None:
                             queue[msg_id] = base | pos
@@ -219,25 +223,29 @@ class SegmentReader:
 
     def __init__(self, directory: Path) -> None:
         self._directory = directory
-        self._fds: dict[int, int] = {}
+        #: segment number -> (open file, format version)
+        self._segments: dict[int, tuple[int, int]] = {}
 
-    def read(self, loc: int) -> bytes:
-        """The message bytes of the PUBLISH record at ``loc``."""
+    def read(self, loc: int) -> tuple[int, bytes]:
+        """The content class id and the message bytes of the PUBLISH record at ``loc``."""
         number, offset = records.split_location(loc)
         path = segment_path(self._directory, number)
         try:
-            fd = self._fds.get(number)
-            if fd is None:
-                fd = self._fds[number] = os.open(path, os.O_RDONLY)
+            segment = self._segments.get(number)
+            if segment is None:
+                fd = os.open(path, os.O_RDONLY)
+                header = os.pread(fd, records.SEGMENT_HEADER.size, 0)
+                segment = self._segments[number] = (fd, records.SEGMENT_HEADER.unpack(header)[1])
+            fd, version = segment
             length, crc = records.RECORD_HEADER.unpack(os.pread(fd, 8, offset))
             payload = os.pread(fd, length, offset + 8)
         except OSError as e:
             raise from_os_error(path, "cannot read the journal segment", e) from e
         if len(payload) != length or zlib.crc32(payload) != crc:
             raise StoreError(path, f"record at offset {offset} changed on disk", _RECOVERY_ADVICE)
-        return records.publish_message(payload)
+        return records.publish_message(payload, version)
 
     def close(self) -> None:
-        for fd in self._fds.values():
+        for fd, _ in self._segments.values():
             os.close(fd)
-        self._fds.clear()
+        self._segments.clear()

@@ -3,7 +3,7 @@ the journal, the topology file and spill space while it runs.
 
 Layout (see docs/storage-format.md)::
 
-    <data dir>/amqp-spark-data.json   format marker: {"format": ..., "version": 1}
+    <data dir>/amqp-spark-data.json   format marker: {"format": ..., "version": 2}
     <data dir>/lock                   flock'd by the broker that uses the directory
     <data dir>/topology.json          durable definitions
     <data dir>/journal/NNNNNNNNNN.seg message journal segments
@@ -19,13 +19,10 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-from broker.model.message import Message
-
 from . import records
 from .errors import StoreError, from_os_error
 from .files import write_atomically
 from .journal import DEFAULT_SEGMENT_SIZE, CommitListener, Journal
-from .message_codec import decode_message
 from .recovery import RecoveredJournal, SegmentReader, recover
 from .spill import SpillFifo
 from .topology import Topology, load_topology, save_topology
@@ -95,13 +92,15 @@ class Store:
         """Persist ``self.topology`` (atomically, fsync'd) after the broker changed it."""
         save_topology(self.data_dir / "topology.json", self.topology)
 
-    def recovered_messages(self, queue_id: int) -> Iterator[tuple[int, Message]]:
-        """The unacknowledged messages of a durable queue, in order, as (message id, message).
-        They were (possibly) delivered before, so deliver them with redelivered set."""
+    def recovered_messages(self, queue_id: int) -> Iterator[tuple[int, int, bytes]]:
+        """The unacknowledged messages of a durable queue, in order, as (message id, content
+        class id, message bytes); basic ones (``records.BASIC_CLASS``) decode with
+        ``decode_message``. They were (possibly) delivered before, so deliver them with
+        redelivered set."""
         reader = SegmentReader(self.data_dir / "journal")
         try:
             for msg_id, loc in self.recovered.queues.get(queue_id, {}).items():
-                yield msg_id, decode_message(reader.read(loc))
+                yield (msg_id, *reader.read(loc))
         finally:
             reader.close()
 
@@ -147,7 +146,7 @@ def _check_marker(data_dir: Path) -> None:
                 f"not an amqp-spark broker data directory (no {MARKER}, but other files)",
                 "Point --data-dir at an empty or new directory",
             ) from None
-        write_atomically(path, json.dumps({"format": DATA_FORMAT, "version": 1}).encode())
+        _write_marker(path)
         return
     except (OSError, ValueError) as e:
         raise StoreError(path, f"unreadable format marker ({e})", "Restore it from a backup") from e
@@ -161,3 +160,12 @@ def _check_marker(data_dir: Path) -> None:
             f"({records.FORMAT_VERSION})",
             "Run a newer amqp-spark broker on it, or point --data-dir elsewhere",
         )
+    if version < records.FORMAT_VERSION:
+        # Older segments stay readable; new records are written in this version, which
+        # older brokers must refuse from the marker on.
+        _write_marker(path)
+
+
+def _write_marker(path: Path) -> None:
+    marker = {"format": DATA_FORMAT, "version": records.FORMAT_VERSION}
+    write_atomically(path, json.dumps(marker).encode())

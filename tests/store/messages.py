@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amqp_spark.protocol import SPEC_0_9_1
 from broker.model.message import Message
-from broker.store import Store, encode_message
+from broker.store import Store, decode_message, encode_message
 
 _Properties = SPEC_0_9_1.properties("basic")
 
@@ -14,4 +14,4 @@ def persistent(body: bytes) -> bytes:
 
 
 def recovered_bodies(store: Store, queue_id: int) -> list[bytes]:
-    return [m.body for _, m in store.recovered_messages(queue_id)]
+    return [decode_message(data).body for _, _, data in store.recovered_messages(queue_id)]

@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from broker.store import Store, StoreError
+from broker.store import Store, StoreError, records
 from broker.store.recovery import segment_numbers, segment_path
 from tests.store.conftest import declare_queues
 from tests.store.listeners import CollectingListener
@@ -102,9 +102,9 @@ def test_a_segment_from_a_newer_format_refuses_to_open(data_dir: Path) -> None:
     journal_messages(data_dir, 1)
     path = last_segment(data_dir)
     data = bytearray(path.read_bytes())
-    data[8] = 2  # the version field of the segment header
+    data[8] = records.FORMAT_VERSION + 1  # the version field of the segment header
     path.write_bytes(bytes(data))
-    with pytest.raises(StoreError, match="version 2 is newer") as e:
+    with pytest.raises(StoreError, match=f"version {records.FORMAT_VERSION + 1} is newer") as e:
         Store.open(data_dir)
     assert e.value.path == path
 

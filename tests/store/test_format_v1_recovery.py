@@ -3,13 +3,14 @@ the current broker, and so does one the current broker writes with the same traf
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pika
 
 from broker import Broker
-from broker.store import records
+from broker.store import Store, records
 from tests.store import format_v1_data_dir
 
 FIXTURE = Path(__file__).parent / "fixtures" / "data-v1"
@@ -59,3 +60,11 @@ def test_the_same_traffic_in_the_current_format_recovers_the_same(tmp_path: Path
     format_v1_data_dir.write(data_dir)
     assert segment_version(data_dir) == records.FORMAT_VERSION
     assert delivered(data_dir) == expected()
+
+
+def test_opening_a_format_1_data_dir_marks_it_with_the_current_version(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    shutil.copytree(FIXTURE, data_dir)
+    Store.open(data_dir).close()
+    marker = json.loads((data_dir / "amqp-spark-data.json").read_bytes())
+    assert marker["version"] == records.FORMAT_VERSION

@@ -29,6 +29,7 @@ from . import (
     tunnel,
 )
 from .consumers import named_queue
+from .lane_queue import kept
 from .state import Spec09State, state_of
 
 if TYPE_CHECKING:
@@ -103,7 +104,10 @@ def _tx_commit(core: Handler) -> Handler:
 
     def run(channel: ServerChannel, m: Any) -> None:
         channel._require_tx()
+        journaled = any(kept(message) for _, message, _ in state_of(channel).tx_publishes)
         publishing.commit(channel)
+        if journaled:
+            channel.vhost.store.sync()  # commit-ok once the lanes' journal records are on disk
         settles = channel._tx_settles
         requeued = [item for action, _, item in settles if action == "requeue"]
         channel._tx_settles = [s for s in settles if s[0] != "requeue"]

@@ -36,7 +36,7 @@ class ClassMessage(Message):
         self._envelope = None
         self.priority = priority if isinstance(priority, int) else 0
         self.ttl = None
-        self.msg_id = 0  #: not in the journal of basic messages (see durable_lanes)
+        self.msg_id = 0  #: its journal id in a journaled lane (see lane_queue)
 
     @property
     def persistent(self) -> bool:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from amqp_spark.protocol import errors
 
 from .consumers import data_dir_of, named_queue
-from .lanes import drop_lanes, lane_totals, lanes_of
+from .lanes import lane_totals, lanes_of
 
 if TYPE_CHECKING:
     from ..channel import ServerChannel
@@ -94,8 +94,7 @@ def queue_delete(core: Handler) -> Handler:
         if m.if_empty and messages:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' not empty")
         no_wait, m.no_wait = m.no_wait, True
-        core(ch, m)
-        drop_lanes(queue, data_dir_of(ch))
+        core(ch, m)  # the virtual host drops the lanes and cancels their consumers
         if not no_wait:
             ch.send(ch.conn.spec.method("queue.delete-ok")(message_count=messages))
 

@@ -15,14 +15,13 @@ headers, to the lanes of the same content class of the dead-letter exchange's qu
 from __future__ import annotations
 
 import functools
-import weakref
 
 from amqp_spark.protocol import SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
 from ...model.vhost import _is_cycle, dead_lettered
-from . import durable_lanes
+from .lane_queue import Lane
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
 _LANE_ARGUMENTS = {"x-max-priority": 9}
@@ -36,25 +35,19 @@ LIMIT_ARGUMENTS = (
     "x-dead-letter-routing-key",
 )
 _BASIC_PROPERTIES = SPEC_0_9_1.properties("basic")
-_lanes: weakref.WeakKeyDictionary[Queue, dict[str, Queue]] = weakref.WeakKeyDictionary()
 
 
 def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
-    """The lane holding ``content_class`` messages of ``queue`` (created on first use). The
-    file and message lanes of a durable queue keep messages under ``data_dir`` (see
-    durable_lanes)."""
-    by_class = _lanes.setdefault(queue, {})
+    """The lane holding ``content_class`` messages of ``queue`` (created on first use; the
+    file and message lanes of a durable queue are journaled, see lane_queue)."""
+    by_class = queue.vhost.lanes.setdefault(queue, {})
     found = by_class.get(content_class)
     if found is None:
         arguments = {
             **_LANE_ARGUMENTS,
             **{k: v for k, v in queue.arguments.items() if k in LIMIT_ARGUMENTS},
         }
-        if content_class in durable_lanes.CLASSES and data_dir and queue.queue_id:
-            where = durable_lanes.directory(data_dir, content_class, queue)
-            found = durable_lanes.DurableLane(queue.vhost, queue.name, arguments, where)
-        else:
-            found = Queue(queue.vhost, queue.name, arguments=arguments)
+        found = Lane(queue, content_class, arguments)
         found.dead_letterer = functools.partial(_dead_letter, content_class, data_dir)
         by_class[content_class] = found
     return found
@@ -85,21 +78,8 @@ def _dead_letter(
 
 
 def lanes_of(queue: Queue, data_dir: str | None) -> list[Queue]:
-    """The lanes ``queue`` has so far (for message counts and purges), with the messages
-    stored before a restart loaded."""
-    if data_dir and queue.queue_id:
-        for content_class in durable_lanes.CLASSES:
-            if durable_lanes.directory(data_dir, content_class, queue).is_dir():
-                lane(queue, content_class, data_dir)
-    return list(_lanes.get(queue, {}).values())
-
-
-def drop_lanes(queue: Queue, data_dir: str | None) -> None:
-    """``queue`` was deleted: its lanes go, and their consumers and stored files with them."""
-    for gone in _lanes.pop(queue, {}).values():
-        for consumer in gone.destroy():
-            consumer.sink.consumer_cancelled(consumer)
-    durable_lanes.discard(data_dir, queue)
+    """The lanes ``queue`` has so far (for message counts and purges)."""
+    return queue.vhost.lanes_of(queue)
 
 
 def lane_totals(queue: Queue, data_dir: str | None) -> tuple[int, int]:
