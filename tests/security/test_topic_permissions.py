@@ -20,7 +20,7 @@ from broker.config import BrokerConfig
 from tests.support.rabbitmq import rabbitmqctl
 
 USER, PASSWORD = "tp.user", "pw"
-ORDERS, EMPTY, MISSING = "tp-orders", "tp-empty", "tp-missing"
+ORDERS, EMPTY, MISSING, INTERNAL = "tp-orders", "tp-empty", "tp-missing", "tp-internal"
 #: exchange -> (write, read) of USER in vhost "/"
 TOPIC_PERMISSIONS = {
     ORDERS: (r"^order\.", r"^order\.(paid|new)$"),
@@ -28,6 +28,7 @@ TOPIC_PERMISSIONS = {
     "amq.topic": ("^{username}$", "^{vhost}$"),
     "amq.direct": ("^$", "^$"),  # not a topic exchange: not checked
     MISSING: ("^$", "^$"),
+    INTERNAL: ("^$", "^$"),
 }
 ALL = {"configure": ".*", "write": ".*", "read": ".*"}
 
@@ -76,8 +77,9 @@ def _with_exchanges(url: str) -> Iterator[str]:
         ch = conn.channel()
         for exchange in (ORDERS, EMPTY, "tp-free"):
             ch.exchange_declare(exchange, "topic")
+        ch.exchange_declare(INTERNAL, "topic", internal=True)
         yield url
-        for exchange in (ORDERS, EMPTY, "tp-free"):
+        for exchange in (ORDERS, EMPTY, "tp-free", INTERNAL):
             ch.exchange_delete(exchange)
 
 
@@ -213,6 +215,14 @@ def test_binding_to_a_missing_exchange_is_404_not_403(
     with pytest.raises(ChannelClosedByBroker) as e:
         ch.queue_bind(queue, MISSING, "a")
     assert e.value.reply_code == 404
+
+
+def test_publishing_to_an_internal_exchange_is_refused_for_that_first(
+    user: Callable[[], BlockingChannel],
+) -> None:
+    assert _publish(user(), INTERNAL, "a") == (
+        f"ACCESS_REFUSED - cannot publish to internal exchange '{INTERNAL}' in vhost '/'"
+    )
 
 
 def test_a_refusal_closes_the_channel_not_the_connection(
