@@ -166,7 +166,7 @@ class KeyedExchange(Exchange):
     message's ``CC`` and ``BCC`` headers add, each destination once."""
 
     def route(self, routing_key: str, headers: Mapping[str, Any]) -> Iterable[Destination]:
-        if headers:
+        if headers and ("CC" in headers or "BCC" in headers):
             added = sender_selected_keys(headers)
             if added:
                 found: dict[Destination, None] = {}
