@@ -429,6 +429,10 @@ class Connection:
             if self._discarding(channel):
                 return None
             raise _error(505, f"content body on channel {channel} without a content header")
+        if not payload and self.spec is not None and self.spec.version < (0, 9, 1):
+            # 0-9's cancel frame (rule basic.reject:01): the sender gave up this content.
+            del self._partials[channel]
+            return None
         partial.received += len(payload)
         if partial.received > partial.size:
             raise _error(

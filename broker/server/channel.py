@@ -307,7 +307,7 @@ class ServerChannel:
             routing_key=msg.routing_key,
             message_count=q.message_count,
         )
-        self.conn.send_content(self.id, get_ok, msg.properties, msg.body)
+        self.conn.send_content(self.id, get_ok, msg.properties, msg.body, delivery_tag=tag)
 
     # -- basic: settling ----------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from ..model.message import Message
 from ..model.vhost import VirtualHost
 from . import wire
 from .channel import ServerChannel
+from .content_pump import ContentPump
 from .spec09 import connection_class as spec09_connection
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ class AMQPConnection(asyncio.Protocol):
         self._last_recv = self._last_send = self.loop.time()
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
+        #: 0-9 only: contents sent frame by frame, cancellable by a reject (content_pump)
+        self._pump = ContentPump()
 
     @property
     def spec(self) -> Spec:
@@ -156,14 +159,18 @@ class AMQPConnection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        self._drain_pump()
         self._update_reading()
         self._redispatch()
 
     # -- output -------------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        self._out.append(data)
-        self._out_bytes += len(data)
+        if self._pump:  # behind a content still being sent
+            self._pump.hold(data)
+        else:
+            self._out.append(data)
+            self._out_bytes += len(data)
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
@@ -175,6 +182,7 @@ class AMQPConnection(asyncio.Protocol):
             self._last_send = self.loop.time()
         self._out.clear()
         self._out_bytes = 0
+        self._drain_pump()
         if self._starved and not self._write_paused:
             self._starved = False
             self._redispatch()
@@ -183,9 +191,46 @@ class AMQPConnection(asyncio.Protocol):
         self.write(self.proto.send_method(channel, method))
 
     def send_content(
-        self, channel: int, method: Method, properties: Properties, body: bytes
+        self,
+        channel: int,
+        method: Method,
+        properties: Properties,
+        body: bytes,
+        delivery_tag: int | None = None,
     ) -> None:
-        self.write(self.proto.send_content(channel, method, properties, body))
+        """``delivery_tag``: a delivery's content, which a 0-9 reject may cancel."""
+        data = self.proto.send_content(channel, method, properties, body)
+        if delivery_tag is not None and self._cancellable(len(body)):
+            self._hold_content(data, channel, delivery_tag, len(body))
+        else:
+            self.write(data)
+
+    def _cancellable(self, body_size: int) -> bool:
+        """Rule basic.reject:01: a 0-9 content of several body frames goes out through the
+        pump (0-9-1 clients would not understand a cancelled content)."""
+        return body_size > self.proto.frame_max - 8 and self.spec.version < (0, 9, 1)
+
+    def _hold_content(self, data: bytes, channel: int, delivery_tag: int, size: int) -> None:
+        self._pump.hold(b"".join(self._out))
+        self._out.clear()
+        self._out_bytes = 0
+        self._pump.hold_content(data, channel, delivery_tag, size, self.proto.frame_max)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _drain_pump(self) -> None:
+        transport = self.transport
+        if not self._pump or transport is None or transport.is_closing():
+            return
+        self._pump.drain(transport.write, lambda: self._write_paused)
+        self._update_reading()
+
+    def cancel_content(self, channel: int, delivery_tag: int) -> None:
+        """A 0-9 reject of a delivery whose content is still being sent: the rest of it is
+        replaced by the cancel frame (an empty body frame)."""
+        if self._pump.cancel(channel, delivery_tag):
+            self._drain_pump()
 
     def send_delivery(
         self,
@@ -195,6 +240,18 @@ class AMQPConnection(asyncio.Protocol):
         redelivered: bool,
         message: Message,
     ) -> None:
+        if self._pump or self._cancellable(len(message.body)):
+            parts: list[bytes] = []
+            wire.deliver_frames(
+                parts, channel, consumer_tag, delivery_tag, redelivered, message,
+                self.proto.frame_max,
+            )  # fmt: skip
+            data = b"".join(parts)
+            if self._cancellable(len(message.body)):
+                self._hold_content(data, channel, delivery_tag, len(message.body))
+            else:
+                self.write(data)
+            return
         self._out_bytes += wire.deliver_frames(
             self._out,
             channel,
@@ -249,7 +306,9 @@ class AMQPConnection(asyncio.Protocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.transport.is_closing():
             return
-        if self._write_paused or self._memory_blocked:
+        # A 0-9 connection sending a cancellable content keeps reading: a reject may come.
+        sending = self._pump.holds_content and self._pump.held_bytes < self.config.write_buffer_high
+        if (self._write_paused and not sending) or self._memory_blocked:
             self.transport.pause_reading()
         else:
             self.transport.resume_reading()
