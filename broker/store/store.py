@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import shutil
 from collections.abc import Iterator
@@ -26,6 +27,8 @@ from .journal import DEFAULT_SEGMENT_SIZE, CommitListener, Journal
 from .recovery import RecoveredJournal, SegmentReader, recover
 from .spill import SpillFifo
 from .topology import Topology, load_topology, save_topology
+
+log = logging.getLogger("broker.store")
 
 DATA_FORMAT = "amqp-spark-broker-data"
 MARKER = "amqp-spark-data.json"
@@ -69,6 +72,12 @@ class Store:
                     d.mkdir(exist_ok=True)
                 except OSError as e:
                     raise from_os_error(d, "cannot create", e) from e
+            if (data_dir / "amqp0-9").is_dir():
+                log.warning(
+                    "%s: 0-9 lane files of journal format 1 are not read (see "
+                    "docs/storage-format.md, '0-9 file and message lanes')",
+                    data_dir / "amqp0-9",
+                )
             topology = load_topology(data_dir / "topology.json")
             known = [q.queue_id for q in topology.queues.values()]
             recovered = recover(journal_dir, known)
