@@ -91,6 +91,7 @@ class Channel:
         self._flow_active = True
         self._error: ClientError | None = None
         self._publish = self.spec.method("basic.publish")
+        self._deliver = self.spec.method("basic.deliver")
         self._properties = self.spec.properties("basic")
         self._empty_property_list = self._properties().encode_list()
         #: Encoded basic.publish payloads by (exchange, routing key, mandatory).
@@ -528,15 +529,32 @@ class Channel:
         one lock round for the run, one wake-up of the callers it concerns, then the answers
         the protocol demands, sent outside the lock (see the lock order in connection.py)."""
         to_answer = []
+        deliver: Any = self._deliver
         with self._lock:
-            buffered = len(self._deliveries)
+            deliveries = self._deliveries
+            buffered = len(deliveries)
             for event in events:
+                m: Any = event.method
+                if m.__class__ is deliver and self._error is None:
+                    # A consumer's deliveries, the bulk of what arrives: straight to the buffer.
+                    deliveries.append(
+                        Delivery(
+                            m.consumer_tag,
+                            m.delivery_tag,
+                            m.redelivered,
+                            m.exchange,
+                            m.routing_key,
+                            event.properties,  # type: ignore[union-attr]
+                            event.body,  # type: ignore[union-attr]
+                        )
+                    )
+                    continue
                 if isinstance(event, ContentReceived):
-                    handled = self._route(event.method, event.properties, event.body)
+                    handled = self._route(m, event.properties, event.body)
                 else:
-                    handled = self._route(event.method, None, b"")
+                    handled = self._route(m, None, b"")
                 if not handled:
-                    to_answer.append(event.method)
+                    to_answer.append(m)
             if len(self._deliveries) > buffered:
                 self._arrived.notify_all()
             targets, confirms = self._settle_targets, self._confirms
@@ -562,19 +580,6 @@ class Channel:
         elif requests and name in requests[0].responses:
             requests.popleft().reply = (m, properties, body)
             self._replied.notify_all()
-        elif name == "basic.deliver":
-            assert properties is not None
-            self._deliveries.append(
-                Delivery(
-                    m.consumer_tag,
-                    m.delivery_tag,
-                    m.redelivered,
-                    m.exchange,
-                    m.routing_key,
-                    properties,
-                    body,
-                )
-            )
         elif name in ("basic.ack", "basic.nack"):
             if self._confirms is not None:
                 self._confirms.confirmed(m.delivery_tag, m.multiple, ack=name == "basic.ack")

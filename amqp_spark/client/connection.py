@@ -429,7 +429,7 @@ class Connection:
         (a consumer's deliveries arrive in long runs: one lock round each, not one each)."""
         run: list[MethodReceived | ContentReceived] = []
         for event in events:
-            if not isinstance(event, (MethodReceived, ContentReceived)):
+            if event.__class__ is not ContentReceived and event.__class__ is not MethodReceived:
                 continue  # heartbeats: receiving them was the point
             if run and event.channel != run[0].channel:
                 self._to_channel(run)

@@ -36,6 +36,8 @@ _FRAME_HEAD = frames.FRAME_HEADER
 _END_AND_HEAD = struct.Struct(">BBHI")
 #: A content header frame's header with the class-id, weight and body size it starts with.
 _HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
+#: The same followed by the first property-flags word.
+_HEADER_FRAME_AND_FLAGS = struct.Struct(">BHIHHQH")
 _METHOD_IDS = struct.Struct(">HH")
 _CHANNEL_CLOSE_METHODS = frozenset({"channel.close", "channel.close-ok"})
 _CONNECTION_CLOSE_METHODS = frozenset({"connection.close", "connection.close-ok"})
@@ -271,6 +273,12 @@ class Connection:
             self._may_get_header = False
             if frame_type == 1:
                 event = self._method_frame(channel, payload)
+                if isinstance(event, Method):
+                    content = self._whole_content(data, pos, channel, event, size_limit)
+                    if content is None:
+                        self._partials[channel] = _Partial(event)
+                        continue
+                    event, pos = content
             elif frame_type == 3:
                 event = self._body_frame(channel, payload)
             elif frame_type == 2:
@@ -284,6 +292,66 @@ class Connection:
         self._wanted = 8
         return pos
 
+    def _whole_content(
+        self, data: bytes, pos: int, channel: int, method: Method, size_limit: int
+    ) -> tuple[ContentReceived, int] | None:
+        """The content of ``method`` when its header frame and one body frame holding the
+        whole body (or none, for an empty body) follow at ``pos`` in ``data``: the event and
+        the position after its frames.
+
+        None for anything else (a frame not all there yet, a body in several frames, another
+        channel's frame in between, a body over ``max_body_size``, a faulty frame): the
+        frame-by-frame path then reads the content and raises what a faulty frame deserves.
+        """
+        n = len(data)
+        if n - pos < 22:  # the least a content header frame takes
+            return None
+        frame_type, frame_channel, size, class_id, _weight, body_size, flags = (
+            _HEADER_FRAME_AND_FLAGS.unpack_from(data, pos)
+        )
+        header_end = pos + 7 + size
+        if (
+            frame_type != 2
+            or frame_channel != channel
+            or not 14 <= size <= size_limit
+            or header_end >= n
+            or class_id != method.CLASS_ID
+            or (self.max_body_size is not None and body_size > self.max_body_size)
+        ):
+            return None
+        if body_size == 0:
+            if data[header_end] != 0xCE:
+                return None
+            body, after = b"", header_end + 1
+        else:
+            if n - header_end < 8:
+                return None
+            end_octet, frame_type, frame_channel, size = _END_AND_HEAD.unpack_from(data, header_end)
+            after = header_end + 8 + size
+            if (
+                end_octet != 0xCE
+                or frame_type != 3
+                or frame_channel != channel
+                or size != body_size
+                or size > size_limit
+                or after >= n
+                or data[after] != 0xCE
+            ):
+                return None
+            body, after = data[header_end + 8 : after], after + 1
+        assert self.spec is not None
+        props_cls = self.spec.properties_by_id(class_id)
+        if props_cls is None:
+            return None
+        if size == 14 and flags == 0:  # no properties: nothing to decode
+            properties = props_cls.__new__(props_cls)
+        else:
+            try:
+                properties = props_cls.decode(data[pos + 7 : header_end], 12)
+            except errors.AMQPError as err:
+                raise err.with_culprit(method.CLASS_ID, method.METHOD_ID) from None
+        return ContentReceived(channel, method, properties, body), after
+
     def _other_frame(self, frame_type: int, channel: int, payload: bytes) -> Event | None:
         if frame_type == frames.HEARTBEAT:
             if channel != 0:
@@ -294,7 +362,7 @@ class Connection:
             return OtherFrameReceived(frame_type, channel, payload)
         raise _error(501, f"unknown frame type {frame_type}")
 
-    def _method_frame(self, channel: int, payload: bytes) -> Event | None:
+    def _method_frame(self, channel: int, payload: bytes) -> Event | Method | None:
         assert self.spec is not None
         if len(payload) < 4:
             raise _error(502, "method frame shorter than its class and method ids")
@@ -327,8 +395,7 @@ class Connection:
         if class_id <= CHANNEL_CLASS:
             self._track(channel, cls.NAME, sent=False)
         if cls.HAS_CONTENT:
-            self._partials[channel] = _Partial(method)
-            return None
+            return method  # its content follows
         return MethodReceived(channel, method)
 
     def _accept(self, channel: int, method: Method) -> bool:

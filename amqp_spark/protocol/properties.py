@@ -1,5 +1,8 @@
 """Content-property classes (``basic``, ``file``, ``stream``, ``tunnel``), generated from a Spec.
 
+Absent properties are class attributes (None): an instance holds only the properties it was
+given, so decoding a content with no properties (the common case) sets nothing at all.
+
 A content header carries class-id, weight, body size, then property-flags words: bit 15 of
 the first word is the first property, bit 1 the fifteenth; bit 0 set means another flags
 word follows (continuation). Absent properties are ``None``; ``timestamp`` is an int.
@@ -109,7 +112,7 @@ def _decode_statements(pdef: FieldDef, index: int) -> list[str]:
         body = [f"{target} = {code}.unpack_from(data, offset)[0]", f"offset += {code}.size"]
     else:
         body = codegen.decode_statements(pdef.type, target)
-    return [f"if w{word} & {bit}:", *codegen.indent(body), "else:", f"    {target} = None"]
+    return [f"if w{word} & {bit}:", *codegen.indent(body)]
 
 
 def _compile(cdef: ClassDef) -> dict[str, Any]:
@@ -123,7 +126,8 @@ def _compile(cdef: ClassDef) -> dict[str, Any]:
         masks[word] |= bit
 
     init = [f"def __init__(self, *, {', '.join(f'{n}=None' for n in names)}):"]
-    init += [f"    self.{n} = {n}" for n in names]
+    for n in names:
+        init += [f"    if {n} is not None:", f"        self.{n} = {n}"]
 
     # The statements shared by encode_header and encode_list: flags words w0.. and parts.
     flags_and_parts = [f"    {' = '.join(words)} = 0", "    parts = []", "    try:"]
@@ -168,8 +172,13 @@ def _compile(cdef: ClassDef) -> dict[str, Any]:
         decode.append(
             f"        ({', '.join(words)},), offset = read_flag_words(data, offset, MASKS)"
         )
-    for index, pdef in enumerate(props):
-        decode += codegen.indent(_decode_statements(pdef, index), 2)
+    # Each word's properties are looked at only when the word has a flag set: a content
+    # with no properties (the common case) costs one test per word.
+    for word in range(word_count):
+        decode.append(f"        if w{word}:")
+        for index, pdef in enumerate(props):
+            if _flag(index)[0] == word:
+                decode += codegen.indent(_decode_statements(pdef, index), 3)
     truncated = f"syntax_error('{cdef.name} properties: content header truncated')"
     decode += [
         "    except DECODE_ERRORS:",
@@ -214,7 +223,7 @@ def properties_class(cdef: ClassDef) -> type[Properties]:
     """The generated properties class of one content class."""
     names = tuple(p.name for p in cdef.properties)
     attrs: dict[str, Any] = {
-        "__slots__": names,
+        **dict.fromkeys(names),
         "class_id": cdef.class_id,
         "class_name": cdef.name,
         "property_defs": cdef.properties,

@@ -232,6 +232,27 @@ VIOLATIONS = {
         _PUBLISH + _frame(2, 1, struct.pack(">HHQH", 70, 0, 3, 0)),
     ),
     "content header cut short": (502, _PUBLISH + _frame(2, 1, b"\x00\x3c\x00")),
+    # Whole contents in one read (the connection's fast path) are held to the same rules.
+    "whole content with a body frame over frame-max": (
+        501,
+        _PUBLISH + _frame(2, 1, Props().encode_header(131073)) + _frame(3, 1, b"x" * 131073),
+    ),
+    "whole content with stray bytes after no properties": (
+        502,
+        _PUBLISH + _frame(2, 1, struct.pack(">HHQHB", 60, 0, 3, 0, 0)) + _BODY,
+    ),
+    "whole content with a bad header frame-end": (
+        501,
+        _PUBLISH + _frame(2, 1, Props().encode_header(3), end=b"\x00") + _BODY,
+    ),
+    "whole content with a bad body frame-end": (
+        501,
+        _PUBLISH + _HEADER + _frame(3, 1, b"abc", end=b"\x00"),
+    ),
+    "whole content with its header on another channel": (
+        505,
+        _PUBLISH + _frame(2, 2, Props().encode_header(3)) + _BODY,
+    ),
 }
 
 
