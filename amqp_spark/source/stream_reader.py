@@ -87,11 +87,21 @@ class AMQPStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _install_sigterm_handler(self) -> None:
         """Spark ends a query run by SIGTERM to this process, not by ``stop()``: close the
-        connection cleanly then, and let the previous handler (or the default) finish."""
+        connection cleanly then, and let the previous handler (or the default) finish.
+
+        Spark may send SIGTERM twice (measured: a second one a few milliseconds later). The
+        second must not run ``stop()`` inside the first: it would wait for the client's send
+        lock that the interrupted ``stop()`` holds, forever. The first one ends the process.
+        """
         self._sigterm_installed = True
         previous = signal.getsignal(signal.SIGTERM)
+        handling = False
 
         def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            nonlocal handling
+            if handling:
+                return
+            handling = True
             self.stop()
             if callable(previous):
                 previous(signum, frame)

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,7 +16,9 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from amqp_spark.client import connect
 from amqp_spark.schema import spark_schema
+from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, Queries
+from tests.spark.killed_driver import run_until_killed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -268,49 +266,24 @@ def test_bad_option_fails_at_load_naming_option_and_value(amqp_spark: SparkSessi
         reader.load()
 
 
-# A driver of its own, killed with SIGKILL mid-stream: it writes each batch's bodies to a file.
-_DRIVER = """
-import os, sys, time
-from amqp_spark.local_spark import local_session
-uri, queue, checkpoint, out = sys.argv[1:5]
-spark = local_session("killed-driver", cores=1)
-def sink(df, batch_id):
-    with open(os.path.join(out, f"tmp-{batch_id}"), "wb") as f:
-        f.write(b"\\n".join(r.body for r in df.collect()))
-    os.replace(os.path.join(out, f"tmp-{batch_id}"), os.path.join(out, f"batch-{batch_id}"))
-    time.sleep(1)
-df = spark.readStream.format("amqp").options(uri=uri, queue=queue, maxMessagesPerTrigger="10")
-query = df.load().writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint).start()
-query.awaitTermination(300)
-"""
-
-
 def test_driver_process_killed_mid_stream_loses_nothing_after_restart(
     broker: Broker, queries: Queries, tmp_path: Path
 ) -> None:
     queue = broker.new_queue()
     broker.publish(queue, bodies(60))
-    checkpoint, out = queries.checkpoint(), tmp_path / "out"
-    out.mkdir()
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
-    driver = subprocess.Popen(
-        [sys.executable, "-c", _DRIVER, broker.url, queue, checkpoint, str(out)],
-        env=env,
-        start_new_session=True,  # its JVM and Python workers share the group we kill
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_until(lambda: len(list(out.glob("batch-*"))) >= 2, 120, "two batches")
-    finally:
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(30)
-    before = [b for f in out.glob("batch-*") for b in f.read_bytes().split(b"\n") if b]
+    checkpoint = queries.checkpoint()
 
+    written = run_until_killed(
+        options(broker, queue, maxMessagesPerTrigger="10"), checkpoint, tmp_path / "out"
+    )
+    # The killed connection's unacked messages are back once its consumers are gone (read
+    # earlier, the AvailableNow run below would take too few: it reads the depth at start).
+    ready_once_unconsumed(broker, queue)
     rows, _ = queries.collect_available_now(options(broker, queue), checkpoint)
 
-    assert set(before) | {r.body for r in rows} == set(bodies(60))
-    assert broker.wait_ready(queue, 0, timeout=3) == 0
+    before = {body for batch in written.values() for body in batch}
+    assert before | {r.body for r in rows} == set(bodies(60))
+    assert ready_once_unconsumed(broker, queue) == 0
 
 
 def test_broker_restart_mid_query_is_survived_without_loss(

@@ -16,15 +16,12 @@ from amqp_spark.source.options import SourceOptions
 from tests.spark import test_source_stream_queues as streams
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, Queries
+from tests.spark.test_source_classic_stream import bodies
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 stream_queue = streams.stream_queue
 ONCE = {"once": True}
-
-
-def bodies(n: int, prefix: str = "m") -> list[bytes]:
-    return [f"{prefix}{i:05d}".encode() for i in range(n)]
 
 
 def run_once(queries: Queries, options: dict[str, str], checkpoint: str) -> list[Row]:
@@ -123,11 +120,12 @@ def test_once_on_classic_queues_without_checkpoint_location_fails_naming_option_
     assert ready_once_unconsumed(broker, queue) == 5
 
 
+@pytest.mark.parametrize("broker_url", ["bundled"], indirect=True)  # the broker plays no part
 def test_once_with_a_checkpoint_location_that_is_no_checkpoint_fails_naming_it(
-    bundled_broker_url: str, queries: Queries, tmp_path: Path
+    broker: Broker, queries: Queries, tmp_path: Path
 ) -> None:
     missing = str(tmp_path / "no-such-dir")
-    opts = {"uri": bundled_broker_url, "queue": "q-once-bad", "checkpointLocation": missing}
+    opts = {"uri": broker.url, "queue": broker.new_queue(), "checkpointLocation": missing}
 
     query = queries.start(opts, queries.checkpoint(), lambda df, _: None, ONCE)
 
