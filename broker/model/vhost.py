@@ -391,7 +391,8 @@ class VirtualHost:
         key = settings.dead_letter_routing_key or message.routing_key
         dead = dead_lettered(message, queue.name, reason, dlx.name, key)
         deaths = dead.headers["x-death"]
-        targets = [t for t in self.route(dlx, key, dead.headers) if not _is_cycle(deaths, t.name)]
+        routed = self.route(dlx, key, dead.headers)
+        targets = [t for t in routed if not is_death_cycle(deaths, t.name)]
         self.store.message_routed(dead, targets, None)
         for target in targets:
             target.publish(dead)
@@ -417,9 +418,12 @@ def amqp_type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _is_cycle(deaths: list[dict[str, Any]], target: str) -> bool:
-    """RabbitMQ drops a dead-lettered message that would return to a queue it already died
-    in, unless a client rejected it somewhere along the way (then the loop is not automatic)."""
+def is_death_cycle(deaths: list[dict[str, Any]], target: str) -> bool:
+    """Whether a dead-lettered message whose ``x-death`` history is ``deaths`` (most recent
+    first) must not go to the queue named ``target``: RabbitMQ drops a dead-lettered message
+    that would return to a queue it already died in, unless a client rejected it somewhere
+    along the way (then the loop is not automatic). Every dead-lettering path (basic queues,
+    the 0-9 lanes) filters its target queues with it."""
     for death in deaths:
         if death.get("reason") == "rejected":
             return False

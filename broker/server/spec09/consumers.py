@@ -22,11 +22,6 @@ if TYPE_CHECKING:
     from ..channel import ServerChannel
 
 
-def data_dir_of(channel: ServerChannel) -> str | None:
-    """Where the broker keeps its data (None: nothing is kept on disk)."""
-    return channel.conn.config.data_dir
-
-
 def named_queue(channel: ServerChannel, name: str) -> Queue:
     """The queue a 0-9 method names; "" without a queue declared on the channel is the
     connection exception 530 the spec asks for."""
@@ -45,7 +40,7 @@ def consume(
     no_ack: bool,
     exclusive: bool,
 ) -> Consumer:
-    queue = lane(named_queue(channel, queue_name), content_class, data_dir_of(channel))
+    queue = lane(named_queue(channel, queue_name), content_class)
     tag = tag or "amq.ctag-" + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
     if tag in channel.consumers:
         raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import errors
 
-from .consumers import data_dir_of, named_queue
-from .lanes import lane_totals, lanes_of
+from .consumers import named_queue
+from .lanes import lane_totals
 
 if TYPE_CHECKING:
     from ..channel import ServerChannel
@@ -50,7 +50,7 @@ def queue_declare(core: Handler) -> Handler:
         core(ch, m)
         if not no_wait:
             queue = ch._queue("")
-            messages, consumers = lane_totals(queue, data_dir_of(ch))
+            messages, consumers = lane_totals(queue)
             ch.send(
                 ch.conn.spec.method("queue.declare-ok")(
                     queue=queue.name, message_count=messages, consumer_count=consumers
@@ -63,7 +63,7 @@ def queue_declare(core: Handler) -> Handler:
 def queue_purge(core: Handler) -> Handler:
     def run(ch: ServerChannel, m: Any) -> None:
         queue = ch._queue(m.queue)
-        lanes = lanes_of(queue, data_dir_of(ch))
+        lanes = ch.vhost.lanes_of(queue)
         count = queue.message_count + sum(queue_lane.purge() for queue_lane in lanes)
         no_wait, m.no_wait = m.no_wait, True
         core(ch, m)
@@ -88,7 +88,7 @@ def queue_delete(core: Handler) -> Handler:
         if name not in ch.vhost.queues:
             raise errors.NotFound(f"NOT_FOUND - no queue '{name}'")
         queue = ch._queue(name)
-        messages, consumers = lane_totals(queue, data_dir_of(ch))
+        messages, consumers = lane_totals(queue)
         if m.if_unused and consumers:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' in use")
         if m.if_empty and messages:

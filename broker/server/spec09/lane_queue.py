@@ -112,7 +112,7 @@ def restore(queue: Queue, msg_id: int, data: bytes) -> None:
 
     message = decode(data)
     message.msg_id = msg_id
-    lane(queue, message.content_class, None).restore(message)
+    lane(queue, message.content_class).restore(message)
 
 
 for _class_id in JOURNALED.values():

@@ -20,7 +20,7 @@ from amqp_spark.protocol import SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
-from ...model.vhost import _is_cycle, dead_lettered
+from ...model.vhost import dead_lettered, is_death_cycle
 from .lane_queue import Lane
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
@@ -37,7 +37,7 @@ LIMIT_ARGUMENTS = (
 _BASIC_PROPERTIES = SPEC_0_9_1.properties("basic")
 
 
-def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
+def lane(queue: Queue, content_class: str) -> Queue:
     """The lane holding ``content_class`` messages of ``queue`` (created on first use; the
     file and message lanes of a durable queue are journaled, see lane_queue)."""
     by_class = queue.vhost.lanes.setdefault(queue, {})
@@ -48,14 +48,12 @@ def lane(queue: Queue, content_class: str, data_dir: str | None) -> Queue:
             **{k: v for k, v in queue.arguments.items() if k in LIMIT_ARGUMENTS},
         }
         found = Lane(queue, content_class, arguments)
-        found.dead_letterer = functools.partial(_dead_letter, content_class, data_dir)
+        found.dead_letterer = functools.partial(_dead_letter, content_class)
         by_class[content_class] = found
     return found
 
 
-def _dead_letter(
-    content_class: str, data_dir: str | None, source: Queue, message: Message, reason: str
-) -> None:
+def _dead_letter(content_class: str, source: Queue, message: Message, reason: str) -> None:
     """A lane lets ``message`` go: a copy with the death recorded as RabbitMQ records it
     (``dead_lettered``) goes to the ``content_class`` lanes of the queues the dead-letter
     exchange routes it to. The message class, whose properties are a dict, is not kept."""
@@ -73,18 +71,13 @@ def _dead_letter(
     dead.exchange, dead.routing_key, dead._envelope = dlx.name, key, None
     deaths = headers["x-death"]
     for target in vhost.route(dlx, key, headers):
-        if not _is_cycle(deaths, target.name):
-            lane(target, content_class, data_dir).publish(dead)
+        if not is_death_cycle(deaths, target.name):
+            lane(target, content_class).publish(dead)
 
 
-def lanes_of(queue: Queue, data_dir: str | None) -> list[Queue]:
-    """The lanes ``queue`` has so far (for message counts and purges)."""
-    return queue.vhost.lanes_of(queue)
-
-
-def lane_totals(queue: Queue, data_dir: str | None) -> tuple[int, int]:
+def lane_totals(queue: Queue) -> tuple[int, int]:
     """Messages and consumers of ``queue`` over every content class."""
-    lanes = lanes_of(queue, data_dir)
+    lanes = queue.vhost.lanes_of(queue)
     return (
         queue.message_count + sum(q.message_count for q in lanes),
         len(queue.consumers) + sum(len(q.consumers) for q in lanes),

@@ -114,7 +114,7 @@ def _cancel(ch: ServerChannel, m: Any) -> None:
 
 
 def _get(ch: ServerChannel, m: Any) -> None:
-    queue = lane(consumers.named_queue(ch, m.queue), "message", consumers.data_dir_of(ch))
+    queue = lane(consumers.named_queue(ch, m.queue), "message")
     entry = queue.get()
     if entry is None:
         ch.send(ch.conn.spec.method("message.empty")())

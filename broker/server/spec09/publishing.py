@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from amqp_spark.protocol import errors
 
 from .class_message import ClassMessage
-from .consumers import data_dir_of
 from .lanes import lane
 from .state import state_of
 
@@ -30,9 +29,8 @@ def consumer_ready(
     channel: ServerChannel, exchange: Exchange, routing_key: str, headers: Any, content_class: str
 ) -> bool:
     """Would a ``content_class`` message be taken by a consumer right now?"""
-    data_dir = data_dir_of(channel)
     for queue in channel.vhost.route(exchange, routing_key, headers or {}):
-        target = queue if content_class == "basic" else lane(queue, content_class, data_dir)
+        target = queue if content_class == "basic" else lane(queue, content_class)
         if any(c.sink.can_deliver(c) for c in target.consumers):
             return True
     return False
@@ -82,9 +80,8 @@ def enqueue(
     queues = channel.vhost.route(exchange, message.routing_key, message.headers)
     if not queues and mandatory and message.content_class in ("file", "stream"):
         send_return(channel, message, message.content_class, 312, "NO_ROUTE")
-    data_dir = data_dir_of(channel)
     for queue in queues:
-        lane(queue, message.content_class, data_dir).publish(message)
+        lane(queue, message.content_class).publish(message)
 
 
 def commit(channel: ServerChannel) -> None:
