@@ -9,7 +9,8 @@ published message, arrays of strings, add routing keys to the one basic.publish 
 exchanges that route by key (direct, topic) route by all of them and reach each destination
 once; fanout and headers exchanges ignore them. The publishing channel validates the headers
 (``check_sender_selected``) and removes ``BCC`` from the message it stores
-(``without_bcc``), routing with the headers as published.
+(``without_bcc``), routing with the headers as published; the message keeps the ``BCC``
+keys aside (``Message.blind_keys``), since dead-lettering routes by them again.
 """
 
 from __future__ import annotations
@@ -28,18 +29,21 @@ BindingKey = tuple[Destination, str, str]
 _TOPIC_CACHE_LIMIT = 4096
 #: The headers whose arrays of strings add routing keys; the second is never delivered.
 SENDER_SELECTED_HEADERS = ("CC", "BCC")
-BLIND_COPY_HEADER = "BCC"
+COPY_HEADER, BLIND_COPY_HEADER = SENDER_SELECTED_HEADERS
+
+
+def header_keys(headers: Mapping[str, Any], name: str) -> tuple[str, ...]:
+    """The routing keys the ``name`` header (``CC`` or ``BCC``) adds: its string entries
+    (RabbitMQ skips entries of other types)."""
+    value = headers.get(name)
+    if not isinstance(value, list):
+        return ()
+    return tuple(key for key in value if isinstance(key, str))
 
 
 def sender_selected_keys(headers: Mapping[str, Any]) -> list[str]:
-    """The routing keys a message's ``CC`` and ``BCC`` headers add: their string entries
-    (RabbitMQ skips entries of other types)."""
-    keys: list[str] = []
-    for name in SENDER_SELECTED_HEADERS:
-        value = headers.get(name)
-        if isinstance(value, list):
-            keys.extend(key for key in value if isinstance(key, str))
-    return keys
+    """The routing keys a message's ``CC`` and ``BCC`` headers add."""
+    return [key for name in SENDER_SELECTED_HEADERS for key in header_keys(headers, name)]
 
 
 def check_sender_selected(headers: Mapping[str, Any]) -> None:
@@ -53,14 +57,16 @@ def check_sender_selected(headers: Mapping[str, Any]) -> None:
             )
 
 
-def without_bcc(properties: Any) -> Any:
-    """``properties`` (a basic Properties) less the ``BCC`` header; the same object when
-    there is none. The headers table stays present, if empty, as RabbitMQ keeps it."""
+def without_bcc(properties: Any) -> tuple[Any, tuple[str, ...]]:
+    """``properties`` (a basic Properties) less the ``BCC`` header (the same object when
+    there is none), and the keys that header held. The headers table stays present, if
+    empty, as RabbitMQ keeps it."""
     headers = properties.headers
     if not headers or BLIND_COPY_HEADER not in headers:
-        return properties
+        return properties, ()
     kept = {k: v for k, v in headers.items() if k != BLIND_COPY_HEADER}
-    return type(properties)(**{**properties.present(), "headers": kept})
+    stripped = type(properties)(**{**properties.present(), "headers": kept})
+    return stripped, header_keys(headers, BLIND_COPY_HEADER)
 
 
 def _field_type_name(value: Any) -> str:

@@ -46,6 +46,7 @@ class Message:
         "priority",
         "ttl",
         "msg_id",
+        "blind_keys",
     )
 
     def __init__(
@@ -57,10 +58,13 @@ class Message:
         *,
         header: bytes | None = None,
         envelope: bytes | None = None,
+        blind_keys: tuple[str, ...] = (),
     ) -> None:
         """``properties`` is a generated ``Properties`` of class basic; ``header`` and
         ``envelope``, when given, are the encoded content header (``header_payload``) and
-        ``envelope`` of exactly these properties, exchange and routing key."""
+        ``envelope`` of exactly these properties, exchange and routing key. ``blind_keys``
+        are the keys of the ``BCC`` header the message was published with (the header itself
+        is not kept): RabbitMQ routes a dead-lettered message by them too."""
         self.exchange = exchange
         self.routing_key = routing_key
         self.properties = properties
@@ -72,6 +76,7 @@ class Message:
         self.ttl: int | None = _parse_expiration(properties.expiration)
         #: The journal's id for this message once it is journaled (0: not journaled).
         self.msg_id = 0
+        self.blind_keys = blind_keys
 
     @property
     def header_payload(self) -> bytes:
@@ -105,7 +110,13 @@ class StoredMessage(Message):
     __slots__ = ("_decoded",)
 
     def __init__(
-        self, exchange: str, routing_key: str, envelope: bytes, header: bytes, body: bytes
+        self,
+        exchange: str,
+        routing_key: str,
+        envelope: bytes,
+        header: bytes,
+        body: bytes,
+        blind_keys: tuple[str, ...] = (),
     ) -> None:
         # Message.__init__ reads the decoded properties: its fields are set here.
         self.exchange = exchange
@@ -114,6 +125,7 @@ class StoredMessage(Message):
         self._header = header
         self.body = body
         self.msg_id = 0
+        self.blind_keys = blind_keys
         self._decoded: Any = None
 
     def decode_properties(self, header: bytes) -> Any:
@@ -167,12 +179,13 @@ def validate_expiration(value: Any) -> bool:
     return isinstance(value, str) and value.isdigit()
 
 
-def with_headers(message: Message, headers: dict[str, Any]) -> Message:
-    """A copy of ``message`` (of any class) whose properties' headers are updated with
-    ``headers``; everything else, the journal id included, is shared."""
+def with_headers(message: Message, headers: dict[str, Any], *, replace: bool = False) -> Message:
+    """A copy of ``message`` (of any class with a properties object) whose properties' headers
+    are updated with ``headers`` (or are ``headers``, with ``replace``); everything else, the
+    journal id included, is shared."""
     props = message.properties
     fields = props.fields()
-    fields["headers"] = {**(props.headers or {}), **headers}
+    fields["headers"] = headers if replace else {**(props.headers or {}), **headers}
     changed = copy.copy(message)
     changed.properties = type(props)(**fields)
     changed._header = None

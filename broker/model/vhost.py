@@ -14,7 +14,15 @@ from typing import Any
 from amqp_spark.protocol import errors
 
 from .clock import Clock
-from .exchanges import EXCHANGE_TYPES, Destination, Exchange
+from .exchanges import (
+    BLIND_COPY_HEADER,
+    COPY_HEADER,
+    EXCHANGE_TYPES,
+    SENDER_SELECTED_HEADERS,
+    Destination,
+    Exchange,
+    header_keys,
+)
 from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
@@ -388,14 +396,24 @@ class VirtualHost:
         dlx = self.exchanges.get(settings.dead_letter_exchange)
         if dlx is None:
             return
-        key = settings.dead_letter_routing_key or message.routing_key
+        key = settings.dead_letter_routing_key
         dead = dead_lettered(message, queue.name, reason, dlx.name, key)
-        deaths = dead.headers["x-death"]
-        routed = self.route(dlx, key, dead.headers)
-        targets = [t for t in routed if not is_death_cycle(deaths, t.name)]
+        targets = self.route_dead_lettered(dlx, dead)
         self.store.message_routed(dead, targets, None)
         for target in targets:
             target.publish(dead)
+
+    def route_dead_lettered(self, dlx: Exchange, dead: Message) -> list[Queue]:
+        """The queues a message ``dead_lettered`` on its way to ``dlx`` goes to: routed by
+        its routing key and ``CC`` and ``BCC`` keys (``blind_keys``, RabbitMQ's routing keys
+        of the message; a dead-letter routing key replaced them all), less the queues that
+        would make an automatic cycle (``is_death_cycle``)."""
+        headers = dead.headers
+        if dead.blind_keys:
+            headers = {**headers, BLIND_COPY_HEADER: list(dead.blind_keys)}
+        deaths = dead.headers["x-death"]
+        routed = self.route(dlx, dead.routing_key, headers)
+        return [q for q in routed if not is_death_cycle(deaths, q.name)]
 
 
 def _describe(arg: str, value: Any) -> str:
@@ -433,13 +451,17 @@ def is_death_cycle(deaths: list[dict[str, Any]], target: str) -> bool:
 
 
 def dead_lettered(
-    message: Message, queue: str, reason: str, exchange: str, routing_key: str
+    message: Message, queue: str, reason: str, exchange: str, dead_letter_key: str | None
 ) -> Message:
-    """A copy of ``message`` on its way to ``exchange`` with ``routing_key``, its death
-    recorded in the headers and its per-message expiration removed."""
+    """A copy of ``message`` on its way to ``exchange``, its death recorded in the headers
+    and its per-message expiration removed, as RabbitMQ 3.10 makes it: with the queue's
+    ``dead_letter_key`` it is routed by that key alone and loses its ``CC`` header; without
+    one it keeps its routing key, ``CC`` header and ``BCC`` keys (``blind_keys``), which all
+    route it again. ``x-death`` lists the routing key and the ``CC`` keys either way."""
     props: Any = message.properties
     fields = props.fields()
     headers = dict(props.headers or {})
+    routing_keys = [message.routing_key, *header_keys(headers, COPY_HEADER)]
     deaths: list[dict[str, Any]] = [
         dict(d) for d in headers.get("x-death") or [] if isinstance(d, dict)
     ]
@@ -455,7 +477,7 @@ def dead_lettered(
             "queue": queue,
             "time": datetime.datetime.now(_UTC).replace(microsecond=0),
             "exchange": message.exchange,
-            "routing-keys": [message.routing_key],
+            "routing-keys": routing_keys,
         }
         if props.expiration is not None:
             death["original-expiration"] = props.expiration
@@ -464,6 +486,13 @@ def dead_lettered(
     headers.setdefault("x-first-death-reason", reason)
     headers.setdefault("x-first-death-queue", queue)
     headers.setdefault("x-first-death-exchange", message.exchange)
+    if dead_letter_key is None:
+        routing_key, blind_keys = message.routing_key, message.blind_keys
+    else:
+        routing_key, blind_keys = dead_letter_key, ()
+        for name in SENDER_SELECTED_HEADERS:  # a basic message has no BCC header; 0-9 ones may
+            headers.pop(name, None)
     fields["headers"] = headers
     fields["expiration"] = None
-    return Message(exchange, routing_key, type(props)(**fields), message.body)
+    props = type(props)(**fields)
+    return Message(exchange, routing_key, props, message.body, blind_keys=blind_keys)

@@ -37,6 +37,7 @@ class ClassMessage(Message):
         self.priority = priority if isinstance(priority, int) else 0
         self.ttl = None
         self.msg_id = 0  #: its journal id in a journaled lane (see lane_queue)
+        self.blind_keys = ()
 
     @property
     def persistent(self) -> bool:

@@ -20,7 +20,7 @@ from amqp_spark.protocol import SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
-from ...model.vhost import dead_lettered, is_death_cycle
+from ...model.vhost import dead_lettered
 from .lane_queue import Lane
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
@@ -62,17 +62,16 @@ def _dead_letter(content_class: str, source: Queue, message: Message, reason: st
     dlx = vhost.exchanges.get(settings.dead_letter_exchange or "")
     if settings.dead_letter_exchange is None or dlx is None or isinstance(message.properties, dict):
         return
-    key = settings.dead_letter_routing_key or message.routing_key
     # dead_lettered reads basic properties: only the headers matter here.
     basic = _BASIC_PROPERTIES(headers=message.headers)
     as_basic = Message(message.exchange, message.routing_key, basic, b"")
-    headers = dead_lettered(as_basic, source.name, reason, dlx.name, key).headers
-    dead = with_headers(message, headers)
-    dead.exchange, dead.routing_key, dead._envelope = dlx.name, key, None
-    deaths = headers["x-death"]
-    for target in vhost.route(dlx, key, headers):
-        if not is_death_cycle(deaths, target.name):
-            lane(target, content_class).publish(dead)
+    as_dead = dead_lettered(
+        as_basic, source.name, reason, dlx.name, settings.dead_letter_routing_key
+    )
+    dead = with_headers(message, as_dead.headers, replace=True)
+    dead.exchange, dead.routing_key, dead._envelope = dlx.name, as_dead.routing_key, None
+    for target in vhost.route_dead_lettered(dlx, as_dead):
+        lane(target, content_class).publish(dead)
 
 
 def lane_totals(queue: Queue) -> tuple[int, int]:
