@@ -411,7 +411,8 @@ class ServerChannel:
             )
         headers = properties.headers or {}  # as published: its CC and BCC keys route too
         check_sender_selected(headers)
-        message = Message(m.exchange, m.routing_key, without_bcc(properties), body)
+        stored, blind_keys = without_bcc(properties)  # dead-lettering routes by the BCC keys
+        message = Message(m.exchange, m.routing_key, stored, body, blind_keys=blind_keys)
         self.conn.published(len(body))
         if self.transactional:
             self._tx_publishes.append((exchange, message, m.mandatory, headers))
