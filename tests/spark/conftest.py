@@ -3,6 +3,7 @@ looking at queues through the project's client, and running streaming queries.""
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -14,8 +15,11 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from amqp_spark.client import Channel, Connection, connect
+from amqp_spark.client import Channel, ChannelClosed, Connection, connect
 from amqp_spark.datasource import AMQPDataSource
+from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.stream_reader import AMQPStreamReader
+from tests.spark.recording_proxy import RecordingProxy
 
 
 @dataclass
@@ -69,6 +73,45 @@ def broker(broker_url: str) -> Iterator[Broker]:
     for queue in b.declared:
         ch.queue_delete(queue)
     conn.close()
+
+
+@pytest.fixture
+def stream_queue(broker: Broker) -> str:
+    """A durable stream queue (``x-queue-type: stream``), or a skip saying why there is none."""
+    try:
+        return broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+    except ChannelClosed as e:
+        # Reopen the fixture's channel for its cleanup, then say why the test cannot run.
+        broker.ch = broker.conn.channel()
+        broker.ch.confirm_select()
+        pytest.skip(f"this broker does not support stream queues yet: {e}")
+
+
+#: Builds a runner-side stream reader from source options (``uri`` is given by the fixture).
+ReaderFactory = Callable[..., tuple[AMQPStreamReader, RecordingProxy]]
+
+
+@pytest.fixture
+def runner_reader_of(broker: Broker) -> Iterator[ReaderFactory]:
+    """Builds the runner-side reader as Spark's source runner does, in this process, connected
+    through a recording proxy (heartbeats off: they are the only frames the client sends
+    unasked). The reader chains its SIGTERM handler to the one it finds: a no-op here, so a
+    test may send SIGTERM to this process as Spark does to the runner."""
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    made: list[tuple[AMQPStreamReader, RecordingProxy]] = []
+
+    def make(**options: str) -> tuple[AMQPStreamReader, RecordingProxy]:
+        proxy = RecordingProxy(broker.url)
+        uri = proxy.url + ("&" if "?" in proxy.url else "?") + "heartbeat=0"
+        reader = AMQPStreamReader(SourceOptions.parse({"uri": uri, **options}))
+        made.append((reader, proxy))
+        return reader, proxy
+
+    yield make
+    for reader, proxy in made:
+        reader.stop()
+        proxy.close()
+    signal.signal(signal.SIGTERM, previous)
 
 
 @pytest.fixture

@@ -18,17 +18,11 @@ from amqp_spark.client import connect
 from amqp_spark.schema import spark_schema
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, Queries
+from tests.spark.inputs import bodies
+from tests.spark.inputs import classic_options as options
 from tests.spark.killed_driver import run_until_killed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def bodies(n: int, prefix: str = "m") -> list[bytes]:
-    return [f"{prefix}{i:05d}".encode() for i in range(n)]
-
-
-def options(broker: Broker, queue: str, **extra: str) -> dict[str, str]:
-    return {"uri": broker.url, "queue": queue, **extra}
 
 
 def as_dict(offset: str | dict[str, Any]) -> dict[str, Any]:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.spark import test_source_stream_queues as streams
 from tests.spark.conftest import Broker, Queries
+from tests.spark.inputs import stream_options
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-stream_queue = streams.stream_queue
 BODY_SIZE = 100
 
 
@@ -20,7 +19,7 @@ def test_max_bytes_per_trigger_bounds_stream_batches_by_the_body_size(
 ) -> None:
     messages = [f"{i:05d}".encode().ljust(BODY_SIZE, b".") for i in range(40)]
     broker.publish(stream_queue, messages)
-    opts = streams.stream_options(
+    opts = stream_options(
         broker, stream_queue, startingOffsets="first", maxBytesPerTrigger=str(3 * BODY_SIZE + 50)
     )
 

@@ -13,14 +13,12 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 from amqp_spark.options import OptionError
 from amqp_spark.source.options import SourceOptions
-from tests.spark import test_source_stream_queues as streams
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, Queries
-from tests.spark.test_source_classic_stream import bodies
+from tests.spark.inputs import bodies, stream_options
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-stream_queue = streams.stream_queue
 ONCE = {"once": True}
 
 
@@ -173,15 +171,13 @@ def test_checkpoint_location_must_hold_a_query_checkpoint_when_used(
 def test_once_on_a_stream_queue_reads_what_is_there_then_only_what_came_after(
     broker: Broker, queries: Queries, stream_queue: str
 ) -> None:
-    broker.publish(stream_queue, streams.bodies(9))
+    broker.publish(stream_queue, bodies(9))
     checkpoint = queries.checkpoint()
-    opts = streams.stream_options(broker, stream_queue, startingOffsets="first")
+    opts = stream_options(broker, stream_queue, startingOffsets="first")
 
     first = run_once(queries, opts, checkpoint)
-    broker.publish(stream_queue, streams.bodies(4, "new"))
+    broker.publish(stream_queue, bodies(4, "new"))
     second = run_once(queries, opts, checkpoint)
 
-    assert sorted((r.offset, r.body) for r in first) == list(enumerate(streams.bodies(9)))
-    assert sorted((r.offset, r.body) for r in second) == list(
-        enumerate(streams.bodies(4, "new"), start=9)
-    )
+    assert sorted((r.offset, r.body) for r in first) == list(enumerate(bodies(9)))
+    assert sorted((r.offset, r.body) for r in second) == list(enumerate(bodies(4, "new"), start=9))

@@ -9,29 +9,10 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from amqp_spark.client import ChannelClosed
 from tests.spark.conftest import Broker, Queries
+from tests.spark.inputs import bodies, stream_options
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-@pytest.fixture
-def stream_queue(broker: Broker) -> str:
-    try:
-        return broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
-    except ChannelClosed as e:
-        # Reopen the fixture's channel for its cleanup, then say why the test cannot run.
-        broker.ch = broker.conn.channel()
-        broker.ch.confirm_select()
-        pytest.skip(f"this broker does not support stream queues yet: {e}")
-
-
-def bodies(n: int, prefix: str = "s") -> list[bytes]:
-    return [f"{prefix}{i:05d}".encode() for i in range(n)]
-
-
-def stream_options(broker: Broker, queue: str, **extra: str) -> dict[str, str]:
-    return {"uri": broker.url, "queue": queue, "queueType": "stream", **extra}
 
 
 def test_stream_reads_every_offset_once_and_later_runs_only_new_messages(
@@ -89,7 +70,7 @@ def test_starting_at_last_reads_only_the_last_message(
         stream_options(broker, stream_queue, startingOffsets="last")
     )
 
-    assert [(r.offset, r.body) for r in rows] == [(5, b"s00005")]
+    assert [(r.offset, r.body) for r in rows] == [(5, bodies(6)[5])]
 
 
 def test_batch_read_of_an_offset_range_is_repeatable(

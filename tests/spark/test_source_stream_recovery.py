@@ -8,23 +8,19 @@ from pathlib import Path
 import pytest
 from pyspark.sql import DataFrame
 
-from tests.spark import test_source_stream_queues as streams
 from tests.spark.conftest import Broker, Queries
+from tests.spark.inputs import bodies, stream_options
 from tests.spark.killed_driver import run_until_killed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-stream_queue = streams.stream_queue
 
 
 def test_driver_killed_mid_stream_restarts_without_gap_or_duplicate(
     broker: Broker, queries: Queries, stream_queue: str, tmp_path: Path
 ) -> None:
-    broker.publish(stream_queue, streams.bodies(60))
+    broker.publish(stream_queue, bodies(60))
     checkpoint = queries.checkpoint()
-    opts = streams.stream_options(
-        broker, stream_queue, startingOffsets="first", maxMessagesPerTrigger="10"
-    )
+    opts = stream_options(broker, stream_queue, startingOffsets="first", maxMessagesPerTrigger="10")
 
     by_batch = run_until_killed(opts, checkpoint, tmp_path / "out")
     killed_at = max(by_batch)
@@ -37,4 +33,4 @@ def test_driver_killed_mid_stream_restarts_without_gap_or_duplicate(
 
     assert killed_at < 5, "the driver was killed after the stream's end: nothing was checked"
     everything = [body for batch in by_batch.values() for body in batch]
-    assert sorted(everything) == streams.bodies(60)
+    assert sorted(everything) == bodies(60)

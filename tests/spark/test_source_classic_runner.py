@@ -1,0 +1,127 @@
+"""The runner side of a classic-queue stream, driven in this process as Spark's source runner
+drives it: a batch planned again returns the same messages, Spark's commit acks each queue's
+batch with one ``basic.ack`` (``multiple=true``), and SIGTERM closes the connection with
+``connection.close``. What the reader sends is read off the wire by a recording proxy."""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import time
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.streaming.datasource import ReadMaxRows
+
+from amqp_spark.source.stream_reader import AMQPStreamReader
+from tests.spark.broker_state import ready_once_unconsumed
+from tests.spark.conftest import Broker, ReaderFactory
+from tests.spark.inputs import bodies
+from tests.spark.recording_proxy import RecordingProxy, SentMethod
+
+BASIC_ACK = (60, 80)
+CONNECTION_CLOSE = (10, 50)
+
+
+def offset_reaching(
+    reader: AMQPStreamReader, start: dict[str, Any], tags: dict[str, int], rows: int
+) -> dict[str, Any]:
+    """``latestOffset(start)`` once it reaches ``tags`` (deliveries are on their way)."""
+    end = reader.latestOffset(start, ReadMaxRows(rows))
+    for _ in range(300):
+        if end["deliveryTags"] == tags:
+            break
+        time.sleep(0.05)
+        end = reader.latestOffset(start, ReadMaxRows(rows))
+    assert end["deliveryTags"] == tags
+    return end
+
+
+def planned_rows(
+    reader: AMQPStreamReader, start: dict[str, Any], end: dict[str, Any]
+) -> list[tuple[str, int, bytes]]:
+    """(queue, delivery tag, body) of the batch, as the executors would read it."""
+    table = pa.Table.from_batches(
+        [b for p in reader.partitions(start, end) for b in reader.read(p)]
+    )
+    return sorted((r["queue"], r["delivery_tag"], r["body"]) for r in table.to_pylist())
+
+
+def method_ids(methods: list[SentMethod]) -> list[tuple[int, int]]:
+    return [(m.class_id, m.method_id) for m in methods]
+
+
+def acks(methods: list[SentMethod]) -> list[tuple[int, int, bool]]:
+    """(channel, delivery tag, multiple) of each basic.ack."""
+    found = []
+    for m in methods:
+        if (m.class_id, m.method_id) == BASIC_ACK:
+            tag, bits = struct.unpack_from(">QB", m.arguments)
+            found.append((m.channel, tag, bool(bits & 1)))
+    return found
+
+
+def only_connection(proxy: RecordingProxy) -> list[SentMethod]:
+    (methods,) = proxy.methods_sent()
+    return methods
+
+
+def test_a_batch_planned_again_in_the_same_run_returns_the_same_messages(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    queue = broker.new_queue()
+    reader, _ = runner_reader_of(queue=queue, prefetch="100")
+    start = reader.initialOffset()
+    broker.publish(queue, bodies(10))
+    end = offset_reaching(reader, start, {queue: 6}, rows=6)
+
+    first = planned_rows(reader, start, end)
+    broker.publish(queue, bodies(5, "late"))  # more arrive, and Spark asks again from `start`
+    offset_reaching(reader, start, {queue: 6}, rows=6)
+    again = planned_rows(reader, start, end)
+
+    assert first == again == [(queue, i + 1, body) for i, body in enumerate(bodies(6))]
+
+
+def test_commit_acks_each_queues_batch_with_one_multiple_ack_and_nothing_else(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    a, b = broker.new_queue(), broker.new_queue()
+    broker.publish(a, bodies(5, "a"))
+    broker.publish(b, bodies(7, "b"))
+    reader, proxy = runner_reader_of(queue=f"{a},{b}", prefetch="100")
+    start = reader.initialOffset()
+    end = offset_reaching(reader, start, {a: 5, b: 7}, rows=100)
+    assert len(planned_rows(reader, start, end)) == 12
+    sent_before = len(only_connection(proxy))
+
+    reader.commit(end)
+    reader.stop()
+
+    after_commit = only_connection(proxy)[sent_before:]
+    assert sorted((tag, multiple) for _, tag, multiple in acks(after_commit)) == [
+        (5, True),
+        (7, True),
+    ]
+    assert len({channel for channel, _, _ in acks(after_commit)}) == 2  # one channel a queue
+    assert method_ids(after_commit)[2:] == [CONNECTION_CLOSE]  # the two acks, then close
+    assert (ready_once_unconsumed(broker, a), ready_once_unconsumed(broker, b)) == (0, 0)
+
+
+def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_the_broker(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(8))
+    reader, proxy = runner_reader_of(queue=queue, prefetch="100")
+    start = reader.initialOffset()
+    end = offset_reaching(reader, start, {queue: 8}, rows=100)
+    planned_rows(reader, start, end)
+
+    os.kill(os.getpid(), signal.SIGTERM)  # what Spark sends the runner when the query stops
+
+    methods = only_connection(proxy)
+    assert method_ids(methods)[-1] == CONNECTION_CLOSE
+    assert acks(methods) == []
+    assert ready_once_unconsumed(broker, queue) == 8, "requeued by the broker, unacked"
