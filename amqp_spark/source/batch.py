@@ -21,7 +21,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import to_record_batch
-from amqp_spark.source.connecting import connect_with_retry
+from amqp_spark.source.connecting import connect_with_retry, using_queue
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
@@ -59,7 +59,10 @@ class AMQPBatchReader(DataSourceReader):
         conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "batch planner")
         try:
             ch = conn.channel()
-            depths = {q: ch.queue_declare(q, passive=True).message_count for q in opts.queues}
+            depths = {}
+            for queue in opts.queues:
+                with using_queue(queue, opts.queue_type):
+                    depths[queue] = ch.queue_declare(queue, passive=True).message_count
         finally:
             conn.close()
         cap = opts.max_messages_per_trigger
@@ -91,7 +94,8 @@ def drain_queue(part: QueueDrainPartition) -> Iterator[pa.RecordBatch]:
     try:
         ch = conn.channel()
         ch.basic_qos(prefetch_count=part.prefetch)
-        ch.basic_consume(part.queue)
+        with using_queue(part.queue, "classic"):
+            ch.basic_consume(part.queue)
         pending, taken, last_tag = [], 0, 0
         while taken < part.count:
             d = ch.next_delivery(timeout=part.poll_timeout)

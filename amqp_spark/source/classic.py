@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp_spark.offsets import ClassicOffset
-from amqp_spark.source.connecting import connect_with_retry
+from amqp_spark.source.connecting import connect_with_retry, using_queue
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
 
 if TYPE_CHECKING:
@@ -124,13 +124,15 @@ class ClassicConsumers:
                 queues = opts.queues or (self._declare_bound_queue(conn),)
                 consumers = {}
                 for queue in queues:
-                    ch = conn.channel()
-                    ch.basic_qos(prefetch_count=self._share)
-                    budget = self._depth(ch, queue) if self._available_now else None
-                    consumers[queue] = _Consumer(ch, budget)
+                    with using_queue(queue, opts.queue_type):
+                        ch = conn.channel()
+                        ch.basic_qos(prefetch_count=self._share)
+                        budget = self._depth(ch, queue) if self._available_now else None
+                        consumers[queue] = _Consumer(ch, budget)
                 for queue, consumer in consumers.items():
-                    for _ in range(self._consumers_per_queue):
-                        consumer.channel.basic_consume(queue, no_ack=False)
+                    with using_queue(queue, opts.queue_type):
+                        for _ in range(self._consumers_per_queue):
+                            consumer.channel.basic_consume(queue, no_ack=False)
             except BaseException:
                 conn.close()
                 raise

@@ -1,11 +1,14 @@
-"""Opening connections for the source: a bounded retry and an error that says what to fix."""
+"""Opening connections and queues for the source: a bounded retry, and errors that say
+what to fix."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from amqp_spark.options import redact_uri
+from amqp_spark.options import OptionError, redact_uri
 
 if TYPE_CHECKING:
     from amqp_spark.client import Connection
@@ -41,3 +44,39 @@ def connect_with_retry(uri: str, attempts: int, purpose: str) -> Connection:
         f"attempt(s): {last_error!r}. Check the 'uri' option and that the broker is up; "
         "'maxReconnectAttempts' sets how often to retry."
     ) from last_error
+
+
+#: Reply codes of a queue the server refuses to let us use as asked.
+_NOT_FOUND, _PRECONDITION_FAILED = 404, 406
+
+
+@contextlib.contextmanager
+def using_queue(queue: str, queue_type: str) -> Iterator[None]:
+    """Turn the server's refusal of ``queue`` into an error naming the option to fix: a
+    queue that does not exist (404; the source declares none), or one of another type than
+    ``queueType`` says (RabbitMQ refuses stream arguments on a classic queue: 406)."""
+    from amqp_spark.client import ChannelClosed
+
+    try:
+        yield
+    except ChannelClosed as e:
+        if e.reply_code == _NOT_FOUND:
+            raise OptionError(
+                "queue",
+                queue,
+                "names of queues that exist on the broker (the source declares none)",
+                f"the broker says: {e.reply_text}",
+            ) from e
+        if e.reply_code == _PRECONDITION_FAILED and queue_type == "stream":
+            raise not_a_stream(queue, f"the broker says: {e.reply_text}") from e
+        raise
+
+
+def not_a_stream(queue: str, why: str) -> OptionError:
+    """The error of a query with ``queueType`` 'stream' reading a queue that is no stream."""
+    return OptionError(
+        "queueType",
+        "stream",
+        "'stream' for RabbitMQ stream queues, 'classic' for the others",
+        f"queue {queue!r} is not a stream queue ({why}): set queueType 'classic'",
+    )

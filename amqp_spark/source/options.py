@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from amqp_spark.options import (
     parse_options,
     parse_str,
     parse_uri,
+    redact_uri,
 )
 
 #: Where a stream-queue read starts: a keyword, a timestamp, or per queue one of those or an
@@ -37,7 +39,8 @@ _STARTING_ACCEPTED = (
     'object per queue such as \'{"orders": 42, "refunds": "first"}\''
 )
 _ENDING_ACCEPTED = (
-    "'next' (all that is there at planning) or a JSON object such as '{\"orders\": 100}'"
+    "'next' (all that is there at planning) or a JSON object of exclusive end offsets per "
+    "queue such as '{\"orders\": 100}'"
 )
 
 
@@ -115,15 +118,31 @@ def _json_object(name: str, value: str, accepted: str) -> dict[str, Any]:
     return parsed
 
 
+_URI_ACCEPTED = "amqp://user:password@host:port/vhost or amqps://..."
+
+
+def parse_source_uri(name: str, value: str) -> str:
+    """An AMQP URI the client accepts, query parameters included (``heartbeat=abc`` fails at
+    ``load()``, not when the query starts). TLS files are not opened here: they need only
+    exist where the connections are made."""
+    from amqp_spark.client.parameters import parse_url
+
+    uri = parse_uri(name, value)
+    tls = urlsplit(uri).scheme == "amqps"
+    try:
+        parse_url(uri, ssl_context=ssl.create_default_context() if tls else None)
+    except ValueError as e:
+        raise OptionError(name, redact_uri(uri), _URI_ACCEPTED, str(e)) from None
+    return uri
+
+
 #: The largest prefetch one AMQP consumer can have (basic.qos prefetch-count is a short).
 CONSUMER_PREFETCH_MAX = 65535
 #: The largest ``prefetch``: what the driver may hold unacked per classic queue.
 PREFETCH_MAX = 16 * CONSUMER_PREFETCH_MAX
 
 SOURCE_OPTIONS: tuple[Option[Any], ...] = (
-    Option(
-        "uri", parse_uri, required=True, doc="amqp://user:password@host:port/vhost or amqps://..."
-    ),
+    Option("uri", parse_source_uri, required=True, doc=_URI_ACCEPTED),
     Option("queue", parse_list, doc="comma-separated queue names"),
     Option("exchange", parse_str, doc="consume through a server-named queue bound to it"),
     Option("bindingKeys", parse_list, default=("#",), doc="binding keys of that queue"),

@@ -28,7 +28,7 @@ import pyarrow as pa
 from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.classic import Limits
-from amqp_spark.source.connecting import connect_with_retry
+from amqp_spark.source.connecting import connect_with_retry, not_a_stream, using_queue
 from amqp_spark.source.options import SourceOptions, StartSpec
 from amqp_spark.source.partitions import StreamRangePartition
 
@@ -62,9 +62,10 @@ class StreamTails:
         tails = {}
         try:
             for queue in opts.queues:
-                ch = conn.channel()
-                ch.basic_qos(prefetch_count=opts.consumer_prefetch)
-                ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: "last"})
+                with using_queue(queue, opts.queue_type):
+                    ch = conn.channel()
+                    ch.basic_qos(prefetch_count=opts.consumer_prefetch)
+                    ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: "last"})
                 tails[queue] = ch
         except BaseException:
             conn.close()
@@ -82,7 +83,9 @@ class StreamTails:
                 deliveries = ch.drain_deliveries(max_count=100_000)
                 for d in deliveries:
                     offset = stream_offset_of(d)
-                    if offset is not None and offset >= self._next.get(queue, 0):
+                    if offset is None:  # left unacked: the broker requeues it at close
+                        raise not_a_stream(queue, "a delivery has no x-stream-offset header")
+                    if offset >= self._next.get(queue, 0):
                         self._next[queue] = offset + 1
                     self._bytes += len(d.body)
                 if deliveries:
@@ -219,7 +222,8 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     try:
         ch = conn.channel()
         ch.basic_qos(prefetch_count=part.prefetch)
-        ch.basic_consume(part.queue, arguments={STREAM_OFFSET_HEADER: part.start})
+        with using_queue(part.queue, "stream"):
+            ch.basic_consume(part.queue, arguments={STREAM_OFFSET_HEADER: part.start})
         pending: list[Delivery] = []
         last, unacked, ack_every = part.start - 1, 0, max(1, part.prefetch // 2)
         while last < part.end - 1:

@@ -44,9 +44,12 @@ def test_batch_read_with_ack_consumes_what_it_read(
     assert broker.wait_ready(queue, 0) == 0
 
 
-def test_batch_read_of_a_missing_queue_names_it(broker: Broker, amqp_spark: SparkSession) -> None:
-    with pytest.raises(Exception, match="no-such-queue"):
-        read(amqp_spark, broker, "no-such-queue")
+@pytest.mark.parametrize("queue_type", ["classic", "stream"])
+def test_batch_read_of_a_missing_queue_names_option_and_queue(
+    broker: Broker, amqp_spark: SparkSession, queue_type: str
+) -> None:
+    with pytest.raises(Exception, match="amqp option 'queue': got 'no-such-queue'"):
+        read(amqp_spark, broker, "no-such-queue", queueType=queue_type)
 
 
 def test_bad_option_fails_at_load(amqp_spark: SparkSession) -> None:

@@ -56,6 +56,27 @@ def parse(**options: str) -> SourceOptions:
         ),
         ({"queue": "q", "ackBatchReads": "maybe"}, "ackBatchReads", "true or false"),
         ({"queue": "q", "pollTimeoutMs": "0"}, "pollTimeoutMs", ">= 1"),
+        ({"queue": "q", "maxReconnectAttempts": "101"}, "maxReconnectAttempts", "<= 100"),
+        ({"queue": "q", "rowsPerPartition": "many"}, "rowsPerPartition", "an integer >= 1"),
+        ({"queue": "q", "exchange": ""}, "exchange", "a non-empty string"),
+        ({"queue": "q", "uri": "amqp://h/?heartbeat=soon"}, "uri", "'soon' is not an integer"),
+        ({"queue": "q", "uri": "amqp://h/?hearbeat=5"}, "uri", "unknown URL query parameter"),
+        ({"queue": "q", "uri": "amqp://u:secret@h:99999/"}, "uri", "amqp://"),
+        (
+            {"queue": "s", "queueType": "stream", "startingOffsets": "2024-13-45"},
+            "startingOffsets",
+            "ISO-8601 timestamp",
+        ),
+        (
+            {"queue": "s", "queueType": "stream", "endingOffsets": '{"s": "first"}'},
+            "endingOffsets",
+            "exclusive end offsets",
+        ),
+        (
+            {"queue": "s", "queueType": "stream", "endingOffsets": '{"t": 5}'},
+            "endingOffsets",
+            "unknown queues ['t']",
+        ),
     ],
 )
 def test_bad_option_names_option_value_and_accepted(
