@@ -36,6 +36,9 @@ class Message:
     header it was stored with (``header``), which is never encoded again.
     """
 
+    #: The AMQP class of the content (basic; the 0-9 classes' messages say theirs).
+    class_id: int = SPEC_0_9_1.classes["basic"].class_id
+
     __slots__ = (
         "exchange",
         "routing_key",

@@ -71,18 +71,28 @@ class Consumer:
 
 
 class ReadyMessages:
-    """Ready messages in delivery order; with ``levels`` > 1, one FIFO per priority.
+    """Ready messages in delivery order: one FIFO per priority level (``levels`` of them, one
+    without priorities), the highest level served first.
 
-    A single-level queue that grows past ``SPILL_AFTER_MESSAGES`` or ``SPILL_AFTER_BYTES``
-    in memory pushes further messages to a ``SpillQueue`` on disk (its bodies stop counting
-    against the memory gauge) and takes them back, in order, as the in-memory head drains.
-    Every in-memory entry precedes every spilled one.
+    Past ``SPILL_AFTER_MESSAGES`` or ``SPILL_AFTER_BYTES`` held in memory (over all levels),
+    further messages go to disk: each level pushes its own to a ``SpillQueue`` (their bodies
+    stop counting against the memory gauge) and takes them back, in order, when its in-memory
+    part is empty and it is the level to serve. Within a level every in-memory entry precedes
+    every spilled one, so priorities and the order within a priority hold.
     """
 
     SPILL_AFTER_MESSAGES = 20_000
     SPILL_AFTER_BYTES = 16 << 20
 
-    __slots__ = ("_levels", "_len", "_memory", "_spill_factory", "_spill", "_held_bytes")
+    __slots__ = (
+        "_levels",
+        "_spills",
+        "_len",
+        "_spilled",
+        "_held_bytes",
+        "_memory",
+        "_spill_factory",
+    )
 
     def __init__(
         self,
@@ -91,74 +101,91 @@ class ReadyMessages:
         spill_factory: Callable[[], SpillQueue] | None = None,
     ) -> None:
         self._levels: list[deque[QueuedMessage]] = [deque() for _ in range(levels)]
+        #: Each level's entries on disk (created on its first spill), newer than its in-memory ones
+        self._spills: list[SpillQueue | None] = [None] * levels
         self._len = 0
-        self._memory = memory
-        self._spill_factory = spill_factory if levels == 1 else None
-        self._spill: SpillQueue | None = None
+        self._spilled = 0  #: entries on disk, over all levels
         self._held_bytes = 0  #: body bytes of the in-memory entries
+        self._memory = memory
+        self._spill_factory = spill_factory
 
     def __len__(self) -> int:
         return self._len
 
     @property
     def spilled(self) -> int:
-        return len(self._spill) if self._spill is not None else 0
+        return self._spilled
 
     def __iter__(self) -> Iterator[QueuedMessage]:
         """The in-memory entries (all of them once ``clear`` has taken the spilled ones back)."""
         return itertools.chain.from_iterable(reversed(self._levels))
 
-    def _level(self, entry: QueuedMessage) -> deque[QueuedMessage]:
-        levels = self._levels
-        return levels[min(entry.message.priority, len(levels) - 1)]
+    def _index(self, entry: QueuedMessage) -> int:
+        return min(entry.message.priority, len(self._levels) - 1)
+
+    def _memory_full(self) -> bool:
+        return (
+            self._len - self._spilled >= self.SPILL_AFTER_MESSAGES
+            or self._held_bytes >= self.SPILL_AFTER_BYTES
+        )
 
     def append(self, entry: QueuedMessage) -> None:
-        self._len += 1
+        i = min(entry.message.priority, len(self._levels) - 1)
         if self._spill_factory is not None and (
-            self.spilled
-            or len(self._levels[0]) >= self.SPILL_AFTER_MESSAGES
+            (self._spilled and self._spills[i])  # the level's spilled entries precede this one
+            or self._len - self._spilled >= self.SPILL_AFTER_MESSAGES  # _memory_full, inlined
             or self._held_bytes >= self.SPILL_AFTER_BYTES
         ):
-            if self._spill is None:
-                self._spill = self._spill_factory()
-            self._spill.push(entry)
+            spill = self._spills[i]
+            if spill is None:
+                spill = self._spills[i] = self._spill_factory()
+            spill.push(entry)
+            self._spilled += 1
+            self._len += 1
             if self._memory is not None:
                 self._memory.sub(entry.size)
             return
+        self._len += 1
         self._held_bytes += entry.size
-        self._level(entry).append(entry)
+        self._levels[i].append(entry)
 
     def appendleft(self, entry: QueuedMessage) -> None:
         self._held_bytes += entry.size
-        self._level(entry).appendleft(entry)
+        self._levels[self._index(entry)].appendleft(entry)
         self._len += 1
 
     def _head_level(self) -> deque[QueuedMessage] | None:
-        for level in reversed(self._levels):
-            if level:
-                return level
-        if self.spilled:
-            self._refill()
-            return self._levels[0]
+        """The in-memory FIFO of the highest level with entries (refilled from disk if all
+        of that level's are there), None when empty."""
+        levels = self._levels
+        if not self._spilled:
+            for level in reversed(levels):
+                if level:
+                    return level
+            return None
+        for i in range(len(levels) - 1, -1, -1):
+            if levels[i]:
+                return levels[i]
+            if self._spills[i]:
+                return self._refill(i)
         return None
 
-    def _refill(self) -> None:
-        """Take spilled entries back into memory, oldest first, up to the thresholds."""
-        spill = self._spill
+    def _refill(self, i: int) -> deque[QueuedMessage]:
+        """Take level ``i``'s spilled entries back into memory, oldest first, up to the
+        thresholds but at least one (the other levels may hold all the memory allowed)."""
+        spill = self._spills[i]
         assert spill is not None
-        head = self._levels[0]
+        level = self._levels[i]
         taken = 0
-        while (
-            spill
-            and len(head) < self.SPILL_AFTER_MESSAGES
-            and self._held_bytes < self.SPILL_AFTER_BYTES
-        ):
+        while spill and not (level and self._memory_full()):
             entry = spill.pop()
-            head.append(entry)
+            level.append(entry)
+            self._spilled -= 1
             self._held_bytes += entry.size
             taken += entry.size
         if self._memory is not None:
             self._memory.add(taken)
+        return level
 
     def peek(self) -> QueuedMessage | None:
         level = self._head_level()
@@ -167,6 +194,9 @@ class ReadyMessages:
     def popleft(self) -> QueuedMessage:
         level = self._head_level()
         assert level is not None, "popleft from an empty queue"
+        return self._take(level)
+
+    def _take(self, level: deque[QueuedMessage]) -> QueuedMessage:
         self._len -= 1
         entry = level.popleft()
         self._held_bytes -= entry.size
@@ -174,38 +204,36 @@ class ReadyMessages:
 
     def pop_lowest(self) -> QueuedMessage:
         """Remove the oldest entry of the lowest priority present (the head when the queue
-        has one level: spilled entries exist only then, and are newer than the head)."""
-        level = next((level for level in self._levels if level), None)
-        if level is None or len(self._levels) == 1:
-            return self.popleft()
-        self._len -= 1
-        entry = level.popleft()
-        self._held_bytes -= entry.size
-        return entry
+        has one level)."""
+        for i, level in enumerate(self._levels):
+            if level:
+                return self._take(level)
+            if self._spills[i]:
+                return self._take(self._refill(i))
+        raise IndexError("pop_lowest from an empty queue")
 
     def clear(self) -> list[QueuedMessage]:
         """Remove and return every entry (spilled ones read back first)."""
-        if self._spill is not None:
-            head = self._levels[0]
-            taken = 0
-            while self._spill:
-                entry = self._spill.pop()
-                head.append(entry)
+        taken = 0
+        for level, spill in zip(self._levels, self._spills, strict=True):
+            while spill:
+                entry = spill.pop()
+                level.append(entry)
                 taken += entry.size
-            if self._memory is not None:
-                self._memory.add(taken)
+        if self._memory is not None:
+            self._memory.add(taken)
         entries = list(self)
         for level in self._levels:
             level.clear()
-        self._len = 0
-        self._held_bytes = 0
+        self._len = self._spilled = self._held_bytes = 0
         return entries
 
     def close(self) -> None:
         """Delete the spill files (the queue is gone)."""
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
+        for spill in self._spills:
+            if spill is not None:
+                spill.close()
+        self._spills = [None] * len(self._levels)
 
 
 def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:

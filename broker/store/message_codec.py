@@ -1,16 +1,52 @@
-"""A broker message as bytes, for the journal and for spilling queues to disk::
+"""A broker message as bytes, for the journal and for spilling queues to disk.
 
-exchange shortstr, routing key shortstr, header-length u32, content-header payload
-(the AMQP encoding of the properties, as sent to consumers), body (the rest)
+A basic message::
+
+    exchange shortstr, routing key shortstr, header-length u32, content-header payload
+    (the AMQP encoding of the properties, as sent to consumers), body (the rest)
+
+Messages of the other content classes (the 0-9 file, stream and message classes) are encoded
+by the codec their server module registers in ``CONTENT_CODECS`` under their AMQP class id;
+``encode_content`` and ``decode_content`` take any class, named by that id as the journal's
+PUBLISH records name it.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import NamedTuple
 
 from broker.model.message import Message, StoredMessage
 
 _HEADER_LENGTH = struct.Struct("<I")
+
+
+class ContentCodec(NamedTuple):
+    encode: Callable[[Message], bytes]
+    decode: Callable[[bytes], Message]
+
+
+#: AMQP class id -> the codec of that content class (not basic, which is this module's own).
+CONTENT_CODECS: dict[int, ContentCodec] = {}
+
+
+def encode_content(message: Message) -> tuple[int, bytes]:
+    """The message's class id and bytes, whatever its content class."""
+    class_id = message.class_id
+    if class_id == Message.class_id:
+        return class_id, encode_message(message)
+    return class_id, CONTENT_CODECS[class_id].encode(message)
+
+
+def decode_content(class_id: int, data: bytes) -> Message:
+    """The message ``encode_content`` gave ``class_id`` and ``data`` for."""
+    if class_id == Message.class_id:
+        return decode_message(data)
+    codec = CONTENT_CODECS.get(class_id)
+    if codec is None:
+        raise ValueError(f"no codec registered for content class {class_id}")
+    return codec.decode(data)
 
 
 def encode_message(message: Message) -> bytes:

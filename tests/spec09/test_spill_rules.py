@@ -1,8 +1,12 @@
-"""Rule basic:04: the server MAY overflow non-persistent basic messages to persistent
-storage. A queue past its in-memory threshold keeps the rest of its messages in spill files,
-also on a broker without a data directory, and delivers them all back in order."""
+"""Rules basic:04 and message:04: the server MAY overflow non-persistent messages to
+persistent storage. A queue past its in-memory threshold keeps the rest of its messages in
+spill files, also on a broker without a data directory, and delivers them all back: in order,
+highest priority first when the queue has priorities (a basic queue with ``x-max-priority``,
+the ten levels of a 0-9 message-class lane), messages of the message class as such."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
@@ -10,30 +14,111 @@ from amqp_spark.client import connect
 from amqp_spark.protocol import SPEC_0_9
 from broker import Broker
 from broker.model.queues import ReadyMessages
+from broker.server.app import BrokerServer
+
+from .flows import declare_queue, receive_transfer, transfer
+from .peer import Peer
 
 THRESHOLD = 200
 COUNT = THRESHOLD * 5
 BODY = b"x" * 100
+#: The bytes the in-memory head of a queue may hold (the memory gauge counts bodies).
+HEAD_BYTES = THRESHOLD * (len(BODY) + 4)
+
+
+def _priority(i: int) -> int:
+    """Priorities of the published messages: every level, interleaved."""
+    return i * 7 % 10
+
+
+def _body(i: int) -> bytes:
+    return BODY + b"%d" % i
+
+
+#: The bodies in delivery order: by priority, then in publishing order.
+BY_PRIORITY = [_body(i) for i in sorted(range(COUNT), key=lambda i: -_priority(i))]
+
+
+@pytest.fixture
+def broker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Broker]:
+    """An in-memory broker whose queues spill past ``THRESHOLD`` messages."""
+    monkeypatch.setattr(ReadyMessages, "SPILL_AFTER_MESSAGES", THRESHOLD)
+    with Broker() as broker:
+        yield broker
+
+
+def _server(broker: Broker) -> BrokerServer:
+    server = broker._server
+    assert server is not None
+    return server
 
 
 @pytest.mark.spec_rule("basic:04")
 def test_non_persistent_messages_past_the_threshold_go_to_disk_and_come_back_in_order(
-    monkeypatch: pytest.MonkeyPatch,
+    broker: Broker,
 ) -> None:
-    monkeypatch.setattr(ReadyMessages, "SPILL_AFTER_MESSAGES", THRESHOLD)
-    with Broker() as broker, connect(broker.url, spec=SPEC_0_9) as conn:
+    with connect(broker.url, spec=SPEC_0_9) as conn:
         ch = conn.channel()
         ch.queue_declare("overflowing")
         for i in range(COUNT):
-            ch.basic_publish("", "overflowing", BODY + b"%d" % i, {"delivery_mode": 1})
+            ch.basic_publish("", "overflowing", _body(i), {"delivery_mode": 1})
         assert ch.queue_declare("overflowing", passive=True).message_count == COUNT
-        server = broker._server
-        assert server is not None
+        server = _server(broker)
         assert server.vhosts["/"].queues["overflowing"].ready.spilled == COUNT - THRESHOLD
-        assert server.memory.used <= THRESHOLD * (len(BODY) + 4)  # only the in-memory head
+        assert server.memory.used <= HEAD_BYTES  # only the in-memory head
         bodies = []
         for _ in range(COUNT):
             delivery = ch.basic_get("overflowing", no_ack=True)
             assert delivery is not None
             bodies.append(delivery.body)
-    assert bodies == [BODY + b"%d" % i for i in range(COUNT)]
+    assert bodies == [_body(i) for i in range(COUNT)]
+
+
+@pytest.mark.spec_rule("basic:04")
+def test_a_priority_queue_past_the_threshold_spills_and_delivers_by_priority(
+    broker: Broker,
+) -> None:
+    with connect(broker.url, spec=SPEC_0_9) as conn:
+        ch = conn.channel()
+        ch.queue_declare("prioritised", arguments={"x-max-priority": 9})
+        for i in range(COUNT):
+            ch.basic_publish("", "prioritised", _body(i), {"priority": _priority(i)})
+        ch.basic_qos(prefetch_count=1)  # a round trip: every publish has been routed
+        server = _server(broker)
+        assert server.vhosts["/"].queues["prioritised"].ready.spilled == COUNT - THRESHOLD
+        assert server.memory.used <= HEAD_BYTES
+        bodies = []
+        for _ in range(COUNT):
+            delivery = ch.basic_get("prioritised", no_ack=True)
+            assert delivery is not None
+            bodies.append(delivery.body)
+    assert bodies == BY_PRIORITY
+
+
+@pytest.mark.spec_rule("message:04")
+def test_message_class_messages_past_the_threshold_go_to_disk_and_come_back_by_priority(
+    broker: Broker, name: str
+) -> None:
+    peer = Peer(broker.url)
+    try:
+        peer.open_channel(1)
+        queue = declare_queue(peer, 1, name)
+        for i in range(COUNT):
+            transfer(peer, 1, queue, _body(i), priority=_priority(i), message_id=f"id-{i}")
+        server = _server(broker)
+        vhost = server.vhosts["/"]
+        lane = vhost.lanes[vhost.queues[queue]]["message"]
+        assert lane.ready.spilled == COUNT - THRESHOLD
+        assert server.memory.used <= HEAD_BYTES
+        peer.call(1, "message.consume", queue=queue, destination="d", no_ack=True)
+        received = [receive_transfer(peer, 1) for _ in range(COUNT)]
+    finally:
+        peer.close()
+    assert [m.body.data for m in received] == BY_PRIORITY
+    # messages of their class, with their fields
+    assert [m.message_id for m in received] == [
+        f"id-{b[len(BODY) :].decode()}" for b in BY_PRIORITY
+    ]
+    assert [m.priority for m in received] == sorted(
+        (_priority(i) for i in range(COUNT)), reverse=True
+    )

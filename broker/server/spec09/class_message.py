@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from amqp_spark.protocol import SPEC_0_9
+
 from ...model.message import Message
 
 
@@ -27,6 +29,7 @@ class ClassMessage(Message):
         identifier: str = "",
     ) -> None:
         self.content_class = content_class
+        self.class_id = SPEC_0_9.classes[content_class].class_id
         self.exchange = exchange
         self.routing_key = routing_key
         self.properties = properties

@@ -12,6 +12,10 @@ queue (see lanes). Two things make it more than a private ``Queue``:
   acked there when they leave the lane for good, and recovery puts them back in their lane,
   in order and marked redelivered (``restore``, registered in ``CONTENT_RESTORERS``). Stream
   content is never kept (the stream class has no acknowledgements).
+
+The same encoding (``encode``, ``decode``) is the codec of the three classes in
+``broker.store.message_codec.CONTENT_CODECS``: a lane larger than memory spills its messages
+to disk as a basic queue does (rule message:04), and they come back of their class.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import SPEC_0_9, values
 
+from ...model.message import Message
 from ...model.persistence import CONTENT_RESTORERS
 from ...model.queues import Queue
+from ...store.message_codec import CONTENT_CODECS, ContentCodec
 from .class_message import ClassMessage
 
 if TYPE_CHECKING:
-    from ...model.message import Message
     from ...model.queues import Consumer
 
 #: AMQP class ids of the content classes whose lanes are journaled.
@@ -74,9 +79,10 @@ class Lane(Queue):
             queue.touch()  # x-expires counts from the last consumer of any class
 
 
-def encode(message: ClassMessage) -> bytes:
+def encode(message: Message) -> bytes:
     """The journal's bytes of a lane message: u32 length of a field table with its class,
     exchange, routing key, identifier, priority and properties, then the body."""
+    assert isinstance(message, ClassMessage)
     properties = message.properties
     header = values.encode_table(
         {
@@ -95,11 +101,13 @@ def decode(data: bytes) -> ClassMessage:
     (length,) = _LENGTH.unpack_from(data)
     header, _ = values.decode_table(data, _LENGTH.size)
     content_class, properties = header["class"], header["properties"]
+    if content_class != "message":  # the file and stream classes have properties classes
+        properties = SPEC_0_9.properties(content_class)(**properties)
     return ClassMessage(
         content_class,
         header["exchange"],
         header["routing-key"],
-        SPEC_0_9.properties("file")(**properties) if content_class == "file" else properties,
+        properties,
         data[_LENGTH.size + length :],
         priority=header["priority"],
         identifier=header["identifier"],
@@ -117,3 +125,5 @@ def restore(queue: Queue, msg_id: int, data: bytes) -> None:
 
 for _class_id in JOURNALED.values():
     CONTENT_RESTORERS[_class_id] = restore
+for _class in ("file", "stream", "message"):
+    CONTENT_CODECS[SPEC_0_9.classes[_class].class_id] = ContentCodec(encode, decode)
