@@ -13,7 +13,7 @@ import pytest
 from amqp_spark.client import connect
 from amqp_spark.protocol import SPEC_0_9
 from broker import Broker
-from broker.model.queues import ReadyMessages
+from broker.model.queues import Queue, ReadyMessages
 from broker.server.app import BrokerServer
 
 from .flows import declare_queue, receive_transfer, transfer
@@ -53,46 +53,32 @@ def _server(broker: Broker) -> BrokerServer:
     return server
 
 
+def _assert_spilled(broker: Broker, queue: Queue) -> None:
+    """All of ``queue`` but its in-memory head went to disk; memory holds only that head."""
+    assert queue.ready.spilled == COUNT - THRESHOLD
+    assert _server(broker).memory.used <= HEAD_BYTES
+
+
 @pytest.mark.spec_rule("basic:04")
-def test_non_persistent_messages_past_the_threshold_go_to_disk_and_come_back_in_order(
-    broker: Broker,
+@pytest.mark.parametrize("prioritised", [False, True], ids=["fifo", "x-max-priority"])
+def test_non_persistent_basic_messages_past_the_threshold_go_to_disk_and_come_back_in_order(
+    broker: Broker, prioritised: bool
 ) -> None:
+    arguments = {"x-max-priority": 9} if prioritised else None
     with connect(broker.url, spec=SPEC_0_9) as conn:
         ch = conn.channel()
-        ch.queue_declare("overflowing")
+        ch.queue_declare("overflowing", arguments=arguments)
         for i in range(COUNT):
-            ch.basic_publish("", "overflowing", _body(i), {"delivery_mode": 1})
+            properties = {"delivery_mode": 1, "priority": _priority(i)}
+            ch.basic_publish("", "overflowing", _body(i), properties)
         assert ch.queue_declare("overflowing", passive=True).message_count == COUNT
-        server = _server(broker)
-        assert server.vhosts["/"].queues["overflowing"].ready.spilled == COUNT - THRESHOLD
-        assert server.memory.used <= HEAD_BYTES  # only the in-memory head
+        _assert_spilled(broker, _server(broker).vhosts["/"].queues["overflowing"])
         bodies = []
         for _ in range(COUNT):
             delivery = ch.basic_get("overflowing", no_ack=True)
             assert delivery is not None
             bodies.append(delivery.body)
-    assert bodies == [_body(i) for i in range(COUNT)]
-
-
-@pytest.mark.spec_rule("basic:04")
-def test_a_priority_queue_past_the_threshold_spills_and_delivers_by_priority(
-    broker: Broker,
-) -> None:
-    with connect(broker.url, spec=SPEC_0_9) as conn:
-        ch = conn.channel()
-        ch.queue_declare("prioritised", arguments={"x-max-priority": 9})
-        for i in range(COUNT):
-            ch.basic_publish("", "prioritised", _body(i), {"priority": _priority(i)})
-        ch.basic_qos(prefetch_count=1)  # a round trip: every publish has been routed
-        server = _server(broker)
-        assert server.vhosts["/"].queues["prioritised"].ready.spilled == COUNT - THRESHOLD
-        assert server.memory.used <= HEAD_BYTES
-        bodies = []
-        for _ in range(COUNT):
-            delivery = ch.basic_get("prioritised", no_ack=True)
-            assert delivery is not None
-            bodies.append(delivery.body)
-    assert bodies == BY_PRIORITY
+    assert bodies == (BY_PRIORITY if prioritised else [_body(i) for i in range(COUNT)])
 
 
 @pytest.mark.spec_rule("message:04")
@@ -105,11 +91,8 @@ def test_message_class_messages_past_the_threshold_go_to_disk_and_come_back_by_p
         queue = declare_queue(peer, 1, name)
         for i in range(COUNT):
             transfer(peer, 1, queue, _body(i), priority=_priority(i), message_id=f"id-{i}")
-        server = _server(broker)
-        vhost = server.vhosts["/"]
-        lane = vhost.lanes[vhost.queues[queue]]["message"]
-        assert lane.ready.spilled == COUNT - THRESHOLD
-        assert server.memory.used <= HEAD_BYTES
+        vhost = _server(broker).vhosts["/"]
+        _assert_spilled(broker, vhost.lanes[vhost.queues[queue]]["message"])
         peer.call(1, "message.consume", queue=queue, destination="d", no_ack=True)
         received = [receive_transfer(peer, 1) for _ in range(COUNT)]
     finally:
