@@ -4,10 +4,8 @@ Spark committed, bounded batches; run against the bundled broker and RabbitMQ al
 from __future__ import annotations
 
 import datetime
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from chispa import assert_df_equality
@@ -21,20 +19,9 @@ from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import bodies
 from tests.spark.inputs import classic_options as options
 from tests.spark.killed_driver import run_until_killed
+from tests.spark.progress import as_dict, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-def as_dict(offset: str | dict[str, Any]) -> dict[str, Any]:
-    """An offset of a progress report (JSON text or already a dict)."""
-    return json.loads(offset) if isinstance(offset, str) else offset
-
-
-def wait_until(condition: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
-        time.sleep(0.2)
-    assert condition(), f"timed out after {timeout} s waiting for {what}"  # type: ignore[operator]
 
 
 def test_published_messages_read_back_as_exactly_those_rows_with_every_column(

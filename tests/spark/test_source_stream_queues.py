@@ -7,10 +7,11 @@ import json
 
 import pytest
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import bodies, stream_options
+from tests.spark.progress import as_dict, wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -95,3 +96,35 @@ def test_batch_read_without_offsets_reads_the_whole_stream(
     df = amqp_spark.read.format("amqp").options(**stream_options(broker, stream_queue)).load()
 
     assert sorted((r.offset, r.body) for r in df.collect()) == list(enumerate(bodies(7)))
+
+
+def test_processing_time_query_over_two_streams_reads_only_new_messages_and_reports_ends(
+    broker: Broker, queries: Queries, stream_queue: str
+) -> None:
+    other = broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+    broker.publish(stream_queue, bodies(4, "old"))
+    broker.publish(other, bodies(2, "old"))
+    got: list[Row] = []
+    query = queries.start(
+        stream_options(broker, f"{stream_queue},{other}"),  # startingOffsets: next
+        queries.checkpoint(),
+        lambda df, _: got.extend(df.collect()),
+        trigger={"processingTime": "500 milliseconds"},
+    )
+    wait_until(lambda: query.lastProgress is not None, 90, "the query to start")
+    broker.publish(stream_queue, bodies(3, "new"))
+    broker.publish(other, bodies(5, "new"))
+    ends = {stream_queue: 7, other: 7}
+
+    def progress_shows_ends() -> bool:
+        source = query.lastProgress["sources"][0]
+        return as_dict(source["latestOffset"]) == {"kind": "stream", "queues": ends}
+
+    wait_until(progress_shows_ends, 90, f"lastProgress to show the ends {ends}")
+    wait_until(lambda: len(got) >= 8, 60, "8 rows")
+    query.stop()
+
+    assert sorted((r.queue, r.offset, r.body) for r in got) == sorted(
+        [(stream_queue, 4 + i, body) for i, body in enumerate(bodies(3, "new"))]
+        + [(other, 2 + i, body) for i, body in enumerate(bodies(5, "new"))]
+    )
