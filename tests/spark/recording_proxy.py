@@ -14,6 +14,9 @@ from urllib.parse import urlsplit, urlunsplit
 _HEADER_SIZE = 8
 #: Frame type of method frames; a frame is type, channel, size, payload, frame-end.
 _METHOD_FRAME = 1
+#: (class id, method id) of the methods tests look for.
+BASIC_ACK = (60, 80)
+CONNECTION_CLOSE = (10, 50)
 
 
 @dataclass(frozen=True)

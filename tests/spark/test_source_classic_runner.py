@@ -18,10 +18,7 @@ from amqp_spark.source.stream_reader import AMQPStreamReader
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies
-from tests.spark.recording_proxy import RecordingProxy, SentMethod
-
-BASIC_ACK = (60, 80)
-CONNECTION_CLOSE = (10, 50)
+from tests.spark.recording_proxy import BASIC_ACK, CONNECTION_CLOSE, RecordingProxy, SentMethod
 
 
 def offset_reaching(

@@ -20,6 +20,7 @@ from tests.spark.inputs import bodies
 from tests.spark.inputs import classic_options as options
 from tests.spark.killed_driver import run_until_killed
 from tests.spark.progress import as_dict, wait_until
+from tests.spark.recording_proxy import CONNECTION_CLOSE, RecordingProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -98,6 +99,39 @@ def test_available_now_bounds_batches_empties_the_queue_and_next_run_reads_nothi
     again, _ = queries.collect_available_now(opts, checkpoint)
     assert again == []
     assert broker.ready(queue) == 0, "the last batch was not acked"
+
+
+def test_without_limits_a_batch_takes_at_most_half_the_prefetch(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(30))
+
+    rows, sizes = queries.collect_available_now(options(broker, queue, prefetch="10"))
+
+    assert sorted(r.body for r in rows) == bodies(30)
+    assert sizes and max(sizes) <= 5
+
+
+def test_connections_close_with_connection_close_when_the_query_stops(
+    broker: Broker, queries: Queries
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(5))
+    with RecordingProxy(broker.url) as proxy:
+        query = queries.start(
+            {"uri": proxy.url, "queue": queue},
+            queries.checkpoint(),
+            lambda df, _: None,
+            trigger={"processingTime": "500 milliseconds"},
+        )
+        wait_until(lambda: query.lastProgress is not None, 90, "the query to start")
+        query.stop()
+        ready_once_unconsumed(broker, queue)  # its connection is closed by then
+        endings = [methods[-1] for methods in proxy.methods_sent() if methods]
+
+    assert endings, "the query opened no connection through the proxy"
+    assert {(m.class_id, m.method_id) for m in endings} == {CONNECTION_CLOSE}
 
 
 def test_max_bytes_per_trigger_bounds_every_batch(broker: Broker, queries: Queries) -> None:
