@@ -113,7 +113,7 @@ def test_exclusive_access_is_refused_while_another_channel_holds_a_ticket(
     asker.open_channel(1)
     holder.call(1, "access.request", realm="/admin", read=True)
     asker.send(1, "access.request", realm="/admin", exclusive=True, read=True)
-    assert asker.channel_error(1) == 405
+    assert asker.channel_error(1) == 403
 
 
 def test_ticket_zero_is_the_implicit_data_ticket_of_clients_without_access_requests(

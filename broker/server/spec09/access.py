@@ -3,7 +3,9 @@
 Realms are per virtual host. ``/data`` holds every exchange and queue of the virtual host
 and is open to each user allowed on it; ``/admin`` is open to users tagged
 ``administrator``. A ticket grants the rights asked for (passive, active, write, read) on
-one realm, on the channel that requested it only. Ticket 0 is the channel's implicit
+one realm, on the channel that requested it only; on ``/data`` active, write and read need
+the user's configure, write and read permissions to be non-empty. Asking again for a realm
+replaces the channel's ticket onto it. Ticket 0 is the channel's implicit
 ticket: full rights on ``/data`` (what clients that never send access.request, such as
 every 0-9-1 client, rely on), unless another channel holds ``/data`` exclusively.
 
@@ -79,6 +81,26 @@ def _realms_for(channel: ServerChannel) -> set[str]:
     return realms
 
 
+#: The user permission (configure / write / read pattern) a right on ``/data`` needs; passive
+#: access only looks, which every user allowed on the virtual host may do.
+_RIGHT_NEEDS = {"active": "configure", "write": "write", "read": "read"}
+
+
+def _require_permissions(channel: ServerChannel, realm: str, rights: frozenset[str]) -> None:
+    """403 when the user's permissions on the virtual host grant nothing of a right asked
+    for on ``/data`` (an empty pattern matches no resource)."""
+    if realm != DATA_REALM:
+        return
+    user = channel.conn.config.users.get(channel.conn.user or "")
+    permission = user.permissions.get(channel.vhost.name) if user is not None else None
+    for right in sorted(rights & _RIGHT_NEEDS.keys()):
+        if not getattr(permission, _RIGHT_NEEDS[right], ""):
+            raise errors.AccessRefused(
+                f"ACCESS_REFUSED - no {_RIGHT_NEEDS[right]} permission in vhost "
+                f"'{channel.vhost.name}': realm '{realm}' grants no {right} access"
+            )
+
+
 def access_request(channel: ServerChannel, m: Any) -> None:
     """Grant a ticket, or refuse: an unknown realm looks exactly like a forbidden one."""
     ext = state_of(channel)
@@ -88,14 +110,20 @@ def access_request(channel: ServerChannel, m: Any) -> None:
     holders = _holders.setdefault(channel.vhost, {}).setdefault(realm, set())
     owner = _exclusive.setdefault(channel.vhost, {}).get(realm)
     if owner is not None and owner is not channel:
-        raise errors.ResourceLocked(f"RESOURCE_LOCKED - realm '{realm}' is held exclusively")
+        raise errors.AccessRefused(f"ACCESS_REFUSED - realm '{realm}' is held exclusively")
     if m.exclusive and holders - {channel}:
-        raise errors.ResourceLocked(
-            f"RESOURCE_LOCKED - realm '{realm}' has active tickets on other channels"
+        raise errors.AccessRefused(
+            f"ACCESS_REFUSED - realm '{realm}' has active tickets on other channels"
         )
     rights = frozenset(r for r in RIGHTS if getattr(m, r))
-    number = len(ext.tickets) + 1
+    _require_permissions(channel, realm, rights)
+    # A new ticket onto a realm destroys the channel's previous one (field realm).
+    ext.tickets = {n: t for n, t in ext.tickets.items() if t.realm != realm}
+    ext.tickets_issued += 1
+    number = ext.tickets_issued
     ext.tickets[number] = Ticket(number, realm, rights, bool(m.exclusive))
+    if not m.exclusive and _exclusive[channel.vhost].get(realm) is channel:
+        del _exclusive[channel.vhost][realm]
     holders.add(channel)
     if m.exclusive:
         _exclusive[channel.vhost][realm] = channel

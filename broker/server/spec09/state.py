@@ -36,6 +36,8 @@ class HeldTransfer:
 @dataclass
 class Spec09State:
     tickets: dict[int, Ticket] = field(default_factory=dict)
+    #: Tickets granted so far: numbers are never reused, so a destroyed ticket stays invalid.
+    tickets_issued: int = 0
     #: file.qos / stream.qos / message.qos prefetch-count of consumers created from now on.
     prefetch: dict[str, int] = field(default_factory=dict)
     #: basic.qos prefetch-size: octets of unacknowledged basic deliveries the channel may
