@@ -262,7 +262,8 @@ class ServerChannel:
         tag = m.consumer_tag or _generated_tag("amq.ctag-")
         if tag in self.consumers:
             raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
-        priority = (m.arguments or {}).get("x-priority", 0)
+        arguments = getattr(m, "arguments", None)  # 0-8's basic.consume has none
+        priority = (arguments or {}).get("x-priority", 0)
         consumer = Consumer(
             tag,
             q,
@@ -272,7 +273,7 @@ class ServerChannel:
             priority=priority if isinstance(priority, int) else 0,
             prefetch=self.prefetch,
         )
-        q.add_consumer(consumer, m.arguments)
+        q.add_consumer(consumer, arguments)
         self.consumers[tag] = consumer
         self._tag_bytes[consumer] = encode_shortstr(tag)
         if not m.no_wait:
