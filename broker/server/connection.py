@@ -344,6 +344,10 @@ class AMQPConnection(asyncio.Protocol):
         elif isinstance(ev, events.OtherFrameReceived):
             spec09_connection.other_frame(self, ev)
         elif isinstance(ev, events.UnsupportedProtocol):
+            legacy = spec09_connection.legacy_0_8(self, ev)
+            if legacy is not None:
+                self._handle_events(legacy)
+                return
             log.info("connection %s: unsupported protocol header %r", self.peer, ev.header)
             assert self.transport is not None
             self.transport.write(ev.reply)
@@ -467,7 +471,7 @@ class AMQPConnection(asyncio.Protocol):
             mechanisms=" ".join(offered_mechanisms(self._peer_common_name)).encode(),
             locales=b"en_US",
         )
-        spec09_connection.add_host(self, start)
+        spec09_connection.adjust_start(self, start)
         self.send_method(0, start)
 
     def _start_ok(self, m: Any) -> None:
