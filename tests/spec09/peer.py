@@ -30,6 +30,7 @@ class Peer:
         *,
         virtual_host: str = "/",
         handshake: bool = True,
+        header: bytes | None = None,
     ):
         parts = urlsplit(url)
         self.spec = spec
@@ -37,8 +38,9 @@ class Peer:
         self.proto = Connection("client", spec)
         self.pending: list[Any] = []
         self.closed = False
-        self.sock.sendall(self.proto.initiate())
-        self.server_properties = self.expect(0, "connection.start").method.server_properties
+        self.sock.sendall(header or self.proto.initiate())  # ``header``: another client's
+        self.start = self.expect(0, "connection.start").method
+        self.server_properties = self.start.server_properties
         if handshake:
             tune = self.login(user, password)
             self.tune(tune.channel_max, tune.frame_max)

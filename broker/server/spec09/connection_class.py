@@ -2,11 +2,14 @@
 and refused tuning.
 
 - connection.start's server-properties carry "host" too on 0-9 (rule
-  connection.start.server-properties:required-fields); 0-9-1 keeps RabbitMQ's set.
+  connection.start.server-properties:required-fields); 0-9-1 keeps RabbitMQ's set. To a
+  0-8 client it announces version 8-0, as 0-8's XML and RabbitMQ do.
 - connection.redirect: ``redirect`` in the broker config maps a virtual host to servers
   ("host[:port]"); a 0-9/0-8 client opening that virtual host without ``insist`` gets
   connection.redirect to the first of them (known-hosts: all of them) and the connection
   ends. A client that insists is served here (rule connection.open.insist:behaviour).
+- The protocol header ``AMQP 1 1 9 1``, which py-amqplib and other pre-standard 0-8 clients
+  send, opens a 0-8 connection, as it does on RabbitMQ.
 - Frame types 4-7 (oob-method, oob-header, oob-body, trace): the spec names them only.
   Out-of-band transfers would be configured by channel.open's out-of-band field, whose
   syntax the spec leaves "to be formally defined at a later date"; no channel has them
@@ -27,7 +30,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors, events, frames
+from amqp_spark.protocol import SPEC_0_8, Connection, errors, events, frames
 
 if TYPE_CHECKING:
     from ..connection import AMQPConnection
@@ -35,14 +38,31 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+#: What py-amqplib (amqplib/client_0_8/transport.py) and other pre-standard 0-8 clients send.
+LEGACY_0_8_HEADER = b"AMQP\x01\x01\x09\x01"
+
+
+def legacy_0_8(conn: AMQPConnection, ev: events.UnsupportedProtocol) -> list[events.Event] | None:
+    """For a refused legacy 0-8 header: a new 0-8 protocol state for ``conn`` and the events
+    of its negotiation. None for any other header."""
+    if ev.header != LEGACY_0_8_HEADER:
+        return None
+    conn.proto = Connection("server", supported=[SPEC_0_8], max_body_size=conn.proto.max_body_size)
+    return conn.proto.receive_data(SPEC_0_8.protocol_header)
+
+
 def speaks_0_9(conn: AMQPConnection) -> bool:
     return conn.spec.version < (0, 9, 1)
 
 
-def add_host(conn: AMQPConnection, start: Any) -> None:
-    """Add "host" to connection.start's server-properties."""
-    if speaks_0_9(conn):
-        start.server_properties["host"] = socket.gethostname()
+def adjust_start(conn: AMQPConnection, start: Any) -> None:
+    """connection.start as 0-9 and 0-8 want it: "host" in the server-properties, and for
+    0-8 the version its XML states (major 8, minor 0), which RabbitMQ sends too."""
+    if not speaks_0_9(conn):
+        return
+    start.server_properties["host"] = socket.gethostname()
+    if conn.spec is SPEC_0_8:
+        start.version_major, start.version_minor = 8, 0
 
 
 def redirected(conn: AMQPConnection, m: Any) -> bool:
