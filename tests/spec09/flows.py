@@ -87,6 +87,22 @@ def transfer(peer: Peer, channel: int, routing_key: str, body: bytes, **fields: 
     )
 
 
+def transfer_by_reference(peer: Peer, channel: int, routing_key: str, reference: bytes) -> None:
+    """message.transfer whose body is the open ``reference``: no reply until it closes."""
+    from amqp_spark.protocol.values import Content
+
+    body = Content(reference, reference=True)
+    peer.send(channel, "message.transfer", destination="", routing_key=routing_key, body=body)
+
+
+def close_reference(peer: Peer, channel: int, reference: bytes, transfers: int = 1) -> None:
+    """message.close: one message.ok for each transfer held on the reference, then the
+    close's own."""
+    peer.send(channel, "message.close", reference=reference)
+    for _ in range(transfers + 1):
+        peer.expect(channel, "message.ok")
+
+
 def receive_transfer(peer: Peer, channel: int, answer: str = "message.ok") -> Any:
     """The server's next message.transfer, answered with ``answer``."""
     m = peer.expect(channel, "message.transfer").method

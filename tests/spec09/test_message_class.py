@@ -9,7 +9,14 @@ import pytest
 from amqp_spark.protocol.values import Content
 from broker import Broker
 
-from .flows import declare_queue, peer_on, receive_transfer, transfer
+from .flows import (
+    close_reference,
+    declare_queue,
+    peer_on,
+    receive_transfer,
+    transfer,
+    transfer_by_reference,
+)
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -145,15 +152,9 @@ def test_a_reference_transfer_is_routed_when_the_reference_closes(peer: Peer, na
     declare_queue(peer, 1, name)
     peer.call(1, "message.open", reference=b"ref1")
     peer.call(1, "message.append", reference=b"ref1", bytes=b"part1-")
-    peer.call(
-        1,
-        "message.transfer",
-        destination="",
-        routing_key=name,
-        body=Content(b"ref1", reference=True),
-    )
+    transfer_by_reference(peer, 1, name, b"ref1")
     peer.call(1, "message.append", reference=b"ref1", bytes=b"part2")
-    peer.call(1, "message.close", reference=b"ref1")
+    close_reference(peer, 1, b"ref1")
     peer.send(1, "message.get", queue=name, destination="g", no_ack=True)
     assert receive_transfer(peer, 1).body == Content(b"part1-part2")
 
@@ -212,8 +213,8 @@ def test_resume_after_a_broken_connection_answers_the_checkpointed_offset(
     offset = second.call(1, "message.resume", reference=b"big", identifier=f"cp-{name}")
     assert offset.value == 10
     second.call(1, "message.append", reference=b"big", bytes=b"ABC")
-    second.call(1, "message.transfer", destination="", routing_key=name, body=Content(b"big", True))
-    second.call(1, "message.close", reference=b"big")
+    transfer_by_reference(second, 1, name, b"big")
+    close_reference(second, 1, b"big")
     second.send(1, "message.get", queue=name, destination="g", no_ack=True)
     assert receive_transfer(second, 1).body == Content(b"0123456789ABC")
 
@@ -226,8 +227,8 @@ def test_resume_of_an_unknown_checkpoint_starts_at_zero(peer: Peer, name: str) -
     assert peer.call(1, "message.resume", reference=b"new", identifier="none").value == 0
     peer.call(1, "message.append", reference=b"new", bytes=b"whole body")
     declare_queue(peer, 1, name)
-    peer.call(1, "message.transfer", destination="", routing_key=name, body=Content(b"new", True))
-    peer.call(1, "message.close", reference=b"new")
+    transfer_by_reference(peer, 1, name, b"new")
+    close_reference(peer, 1, b"new")
     peer.send(1, "message.get", queue=name, destination="g", no_ack=True)
     assert receive_transfer(peer, 1).body == Content(b"whole body")
 
@@ -255,3 +256,17 @@ def test_persistent_messages_of_a_durable_queue_survive_a_restart(
     peer = peer_on(restarted().url)
     assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
     peer.close()
+
+
+@rule("message.close:01")
+def test_a_reference_transfer_is_not_acknowledged_before_its_reference_closes(
+    peer: Peer, name: str
+) -> None:
+    declare_queue(peer, 1, name)
+    peer.call(1, "message.open", reference=b"late")
+    transfer_by_reference(peer, 1, name, b"late")
+    transfer_by_reference(peer, 1, name, b"late")
+    peer.nothing(1, "message.ok")
+    close_reference(peer, 1, b"late", transfers=2)
+    peer.nothing(1, "message.ok")
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 2

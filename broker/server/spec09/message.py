@@ -3,7 +3,8 @@ methods (open, append, close, checkpoint, resume) and the replies ok, empty, rej
 
 A message's body travels inline in message.transfer or, for large messages, in a
 *reference*: message.open names it, message.append adds data, message.close ends it; a
-transfer whose body names an open reference is routed when the reference closes.
+transfer whose body names an open reference is routed, and acknowledged with message.ok, when
+the reference closes (rule message.close:01: not before); message.close's own ok follows.
 message.checkpoint saves a reference's data under an identifier that outlives the
 connection; message.resume reopens a reference from it and answers message.offset.
 
@@ -88,7 +89,8 @@ def _transfer(ch: ServerChannel, m: Any) -> None:
             raise errors.NotFound(f"NOT_FOUND - unknown reference '{reference}'")
         exchange = ch.vhost.exchange(m.destination)
         ext.held.setdefault(reference, []).append(HeldTransfer(exchange, message))
-    elif not publish(ch, m.destination, message, False, m.immediate):
+        return  # acknowledged when the reference closes (rule message.close:01)
+    if not publish(ch, m.destination, message, False, m.immediate):
         ch.send(ch.conn.spec.method("message.reject")(code=1, text="NO_CONSUMERS"))
         return
     _ok(ch)
@@ -193,6 +195,7 @@ def _close(ch: ServerChannel, m: Any) -> None:
     for held in ext.held.pop(reference, []):
         held.message.body = data
         publish(ch, held.exchange.name, held.message, False)
+        _ok(ch)  # the held transfer's
     _ok(ch)
 
 
