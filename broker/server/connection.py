@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
-from amqp_spark.protocol.frames import FRAME_MIN_SIZE
+from amqp_spark.protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD
 
 from .. import __version__, tls
 from ..access import Access
@@ -120,6 +120,7 @@ class AMQPConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
+        self._report_unanswered_close()
         if self._timer is not None:
             self._timer.cancel()
         for channel in list(self.channels.values()):
@@ -131,6 +132,20 @@ class AMQPConnection(asyncio.Protocol):
         log.info(
             "closed AMQP connection %s (user %s)%s", self.peer, self.user, f": {exc}" if exc else ""
         )
+
+    def _report_unanswered_close(self) -> None:
+        """Rules connection.close-ok:reporting and channel.close-ok:reporting: a socket that
+        closed while we waited for a close-ok is logged as an error."""
+        if self._state == "closing" and not self.proto.closed:
+            log.warning("connection %s: socket closed before connection.close-ok", self.peer)
+            return
+        for channel_id in sorted(self.proto.open_channels):
+            if self.proto.channel_closing(channel_id):
+                log.warning(
+                    "connection %s: socket closed before channel.close-ok on channel %d",
+                    self.peer,
+                    channel_id,
+                )
 
     def data_received(self, data: bytes) -> None:
         self._last_recv = self.loop.time()
@@ -166,7 +181,7 @@ class AMQPConnection(asyncio.Protocol):
     # -- output -------------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
-        if self._pump:  # behind a content still being sent
+        if self._pump.holding:  # behind a content still being sent
             self._pump.hold(data)
         else:
             self._out.append(data)
@@ -208,7 +223,7 @@ class AMQPConnection(asyncio.Protocol):
     def _cancellable(self, body_size: int) -> bool:
         """Rule basic.reject:01: a 0-9 content of several body frames goes out through the
         pump (0-9-1 clients would not understand a cancelled content)."""
-        return body_size > self.proto.frame_max - 8 and self.spec.version < (0, 9, 1)
+        return body_size > self.proto.frame_max - FRAME_OVERHEAD and self.spec.version < (0, 9, 1)
 
     def _hold_content(self, data: bytes, channel: int, delivery_tag: int, size: int) -> None:
         self._pump.hold(b"".join(self._out))
@@ -221,7 +236,7 @@ class AMQPConnection(asyncio.Protocol):
 
     def _drain_pump(self) -> None:
         transport = self.transport
-        if not self._pump or transport is None or transport.is_closing():
+        if not self._pump.holding or transport is None or transport.is_closing():
             return
         self._pump.drain(transport.write, lambda: self._write_paused)
         self._update_reading()
@@ -240,15 +255,19 @@ class AMQPConnection(asyncio.Protocol):
         redelivered: bool,
         message: Message,
     ) -> None:
-        if self._pump or self._cancellable(len(message.body)):
+        # Per delivery: attribute reads only, _cancellable called for multi-frame bodies alone.
+        body_size = len(message.body)
+        if self._pump.holding or (
+            body_size > self.proto.frame_max - FRAME_OVERHEAD and self._cancellable(body_size)
+        ):
             parts: list[bytes] = []
             wire.deliver_frames(
                 parts, channel, consumer_tag, delivery_tag, redelivered, message,
                 self.proto.frame_max,
             )  # fmt: skip
             data = b"".join(parts)
-            if self._cancellable(len(message.body)):
-                self._hold_content(data, channel, delivery_tag, len(message.body))
+            if self._cancellable(body_size):
+                self._hold_content(data, channel, delivery_tag, body_size)
             else:
                 self.write(data)
             return
