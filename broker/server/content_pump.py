@@ -39,9 +39,9 @@ class ContentPump:
     def __init__(self) -> None:
         self._items: deque[bytes | _HeldBody] = deque()
         self.held_bytes = 0  #: octets of held output other than body frames
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
+        #: Whether anything is held. A plain attribute, not ``__bool__``: the connection reads
+        #: it on every write and delivery, where a Python-level call would cost more.
+        self.holding = False
 
     @property
     def holds_content(self) -> bool:
@@ -51,6 +51,7 @@ class ContentPump:
         if data:
             self._items.append(data)
             self.held_bytes += len(data)
+            self.holding = True
 
     def hold_content(
         self, data: bytes, channel: int, delivery_tag: int, body_size: int, frame_max: int
@@ -61,6 +62,7 @@ class ContentPump:
         split = len(data) - body_frames
         self.hold(data[:split])
         self._items.append(_HeldBody(channel, delivery_tag, memoryview(data)[split:]))
+        self.holding = True
 
     def cancel(self, channel: int, delivery_tag: int) -> bool:
         """Cancel the rest of that delivery's content; False when none of it is held."""
@@ -92,6 +94,7 @@ class ContentPump:
                 item.offset = end
                 if end == len(item.frames):
                     items.popleft()
+        self.holding = bool(items)
 
 
 def _frames_end(frames: memoryview, offset: int, size: int) -> int:
