@@ -4,7 +4,7 @@ consuming read with ``ackBatchReads``; errors at ``load()``."""
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import SparkSession
+from pyspark.sql import Row, SparkSession
 
 from tests.spark.conftest import Broker
 
@@ -13,9 +13,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 BODIES = [f"b{i:03d}".encode() for i in range(15)]
 
 
-def read(spark: SparkSession, broker: Broker, queue: str, **extra: str) -> list[bytes]:
+def read_rows(spark: SparkSession, broker: Broker, queue: str, **extra: str) -> list[Row]:
     df = spark.read.format("amqp").option("uri", broker.url).option("queue", queue)
-    return sorted(r.body for r in df.options(**extra).load().collect())
+    return sorted(df.options(**extra).load().collect(), key=lambda r: r.body)
+
+
+def read(spark: SparkSession, broker: Broker, queue: str, **extra: str) -> list[bytes]:
+    return [r.body for r in read_rows(spark, broker, queue, **extra)]
 
 
 def test_batch_read_requeues_what_it_read_by_default(
@@ -24,9 +28,12 @@ def test_batch_read_requeues_what_it_read_by_default(
     queue = broker.new_queue()
     broker.publish(queue, BODIES)
 
-    assert read(amqp_spark, broker, queue) == BODIES
+    first = read_rows(amqp_spark, broker, queue)
     assert broker.wait_ready(queue, 15) == 15
-    assert read(amqp_spark, broker, queue) == BODIES
+    again = read_rows(amqp_spark, broker, queue)
+
+    assert [(r.body, r.redelivered) for r in first] == [(b, False) for b in BODIES]
+    assert [(r.body, r.redelivered) for r in again] == [(b, True) for b in BODIES]
 
 
 def test_batch_read_with_ack_consumes_what_it_read(

@@ -1,5 +1,5 @@
-"""``format("amqp")`` is found without ``register()`` after ``pip install``, and importing
-the package stays light."""
+"""``format("amqp")`` is found without ``register()`` after ``pip install``, ``register()``
+works too, and importing the package stays light."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import subprocess
 import sys
 from pkgutil import iter_modules
 
+import pytest
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource
+
+from amqp_spark.datasource import AMQPDataSource
+from amqp_spark.schema import COLUMN_NAMES
 
 
 def test_spark_lookup_finds_pyspark_amqp_default_source() -> None:
@@ -59,3 +64,19 @@ def test_format_amqp_resolves_in_a_fresh_session_without_register(tmp_path: obje
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == "body,routing_key,exchange"
+
+
+@pytest.mark.spark
+def test_register_makes_a_data_source_class_available_under_its_name(spark: SparkSession) -> None:
+    """``spark.dataSource.register`` (a Databricks notebook's way), shown with a subclass
+    under a name no auto-registration knows."""
+
+    class Registered(AMQPDataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "amqp_registered"
+
+    spark.dataSource.register(Registered)
+    df = spark.read.format("amqp_registered").options(uri="amqp://127.0.0.1:1/", queue="q")
+
+    assert df.load().columns == list(COLUMN_NAMES)
