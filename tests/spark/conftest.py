@@ -63,11 +63,17 @@ class Broker:
         return ready
 
 
-@pytest.fixture
-def broker(broker_url: str) -> Iterator[Broker]:
-    conn = connect(broker_url)
+def confirming_channel(url: str) -> tuple[Connection, Channel]:
+    """A connection to ``url`` and a channel of it in confirm mode."""
+    conn = connect(url)
     ch = conn.channel()
     ch.confirm_select()
+    return conn, ch
+
+
+@pytest.fixture
+def broker(broker_url: str) -> Iterator[Broker]:
+    conn, ch = confirming_channel(broker_url)
     b = Broker(broker_url, conn, ch)
     yield b
     for queue in b.declared:
@@ -85,6 +91,41 @@ def stream_queue(broker: Broker) -> str:
         broker.ch = broker.conn.channel()
         broker.ch.confirm_select()
         pytest.skip(f"this broker does not support stream queues yet: {e}")
+
+
+class RestartableBroker:
+    """A bundled broker of this test alone, on a fixed port and data directory, that can be
+    restarted under a running query; ``broker`` is the test's view of it (its connection is
+    replaced at each restart)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        from tests.support.rabbitmq import free_port
+
+        self._port, self._data_dir = free_port(), str(data_dir)
+        self._server = self._start()
+        self.broker = Broker(self._server.url, *confirming_channel(self._server.url))
+
+    def _start(self) -> Any:
+        from broker import Broker as BundledBroker
+
+        return BundledBroker(port=self._port, data_dir=self._data_dir).start()
+
+    def restart(self) -> None:
+        self.broker.conn.close()
+        self._server.stop()
+        self._server = self._start()
+        self.broker.conn, self.broker.ch = confirming_channel(self._server.url)
+
+    def stop(self) -> None:
+        self.broker.conn.close()
+        self._server.stop()
+
+
+@pytest.fixture
+def restartable_broker(tmp_path: Path) -> Iterator[RestartableBroker]:
+    restartable = RestartableBroker(tmp_path / "broker-data")
+    yield restartable
+    restartable.stop()
 
 
 #: Builds a runner-side stream reader from source options (``uri`` is given by the fixture).

@@ -12,10 +12,9 @@ from chispa import assert_df_equality
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from amqp_spark.client import connect
 from amqp_spark.schema import spark_schema
 from tests.spark.broker_state import ready_once_unconsumed
-from tests.spark.conftest import Broker, Queries
+from tests.spark.conftest import Broker, Queries, RestartableBroker
 from tests.spark.inputs import bodies
 from tests.spark.inputs import classic_options as options
 from tests.spark.killed_driver import run_until_killed
@@ -302,47 +301,30 @@ def test_driver_process_killed_mid_stream_loses_nothing_after_restart(
 
 
 def test_broker_restart_mid_query_is_survived_without_loss(
-    queries: Queries, tmp_path: Path
+    queries: Queries, restartable_broker: RestartableBroker
 ) -> None:
-    from broker import Broker as BundledBroker
-    from tests.support.rabbitmq import free_port
+    broker = restartable_broker.broker
+    queue = broker.new_queue(durable=True)
+    persistent = {"delivery_mode": 2}
+    broker.publish(queue, bodies(20, "before"), properties=persistent)
+    got: list[bytes] = []
+    query = queries.start(
+        options(broker, queue, maxMessagesPerTrigger="5"),
+        queries.checkpoint(),
+        lambda df, _: got.extend(r.body for r in df.collect()),
+        trigger={"processingTime": "500 milliseconds"},
+    )
+    wait_until(lambda: len(got) >= 5, 90, "the first batch")
 
-    port, data = free_port(), str(tmp_path / "broker-data")
-    server = BundledBroker(port=port, data_dir=data).start()
-    try:
-        conn = connect(server.url)
-        ch = conn.channel()
-        ch.confirm_select()
-        broker = Broker(server.url, conn, ch)
-        queue = broker.new_queue(durable=True)
-        persistent = {"delivery_mode": 2}
-        broker.publish(queue, bodies(20, "before"), properties=persistent)
-        got: list[bytes] = []
-        query = queries.start(
-            options(broker, queue, maxMessagesPerTrigger="5"),
-            queries.checkpoint(),
-            lambda df, _: got.extend(r.body for r in df.collect()),
-            trigger={"processingTime": "500 milliseconds"},
-        )
-        wait_until(lambda: len(got) >= 5, 90, "the first batch")
-        conn.close()
+    restartable_broker.restart()
+    broker.publish(queue, bodies(20, "after"), properties=persistent)
+    everything = set(bodies(20, "before")) | set(bodies(20, "after"))
+    wait_until(lambda: everything <= set(got), 90, "every message after the restart")
+    assert query.isActive
+    time.sleep(2)  # idle triggers: the last batch is committed, then acked
+    query.stop()
 
-        server.stop()
-        server = BundledBroker(port=port, data_dir=data).start()
-
-        broker.conn = connect(server.url)
-        broker.ch = broker.conn.channel()
-        broker.ch.confirm_select()
-        broker.publish(queue, bodies(20, "after"), properties=persistent)
-        everything = set(bodies(20, "before")) | set(bodies(20, "after"))
-        wait_until(lambda: everything <= set(got), 90, "every message after the restart")
-        assert query.isActive
-        time.sleep(2)  # idle triggers: the last batch is committed, then acked
-        query.stop()
-        assert broker.wait_ready(queue, 0, timeout=3) == 0
-        broker.conn.close()
-    finally:
-        server.stop()
+    assert broker.wait_ready(queue, 0, timeout=3) == 0
 
 
 def test_prefetch_above_one_consumers_limit_is_shared_by_consumers_of_one_channel(

@@ -4,12 +4,13 @@ restarted query has no gap and no duplicate (with a sink idempotent per batch)."
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Row, SparkSession
 
-from tests.spark.conftest import Broker, Queries
+from tests.spark.conftest import Broker, Queries, RestartableBroker
 from tests.spark.inputs import bodies, stream_options
 from tests.spark.progress import as_dict, wait_until
 
@@ -128,3 +129,28 @@ def test_processing_time_query_over_two_streams_reads_only_new_messages_and_repo
         [(stream_queue, 4 + i, body) for i, body in enumerate(bodies(3, "new"))]
         + [(other, 2 + i, body) for i, body in enumerate(bodies(5, "new"))]
     )
+
+
+def test_broker_restart_mid_query_loses_and_repeats_nothing(
+    queries: Queries, restartable_broker: RestartableBroker
+) -> None:
+    broker = restartable_broker.broker
+    queue = broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+    broker.publish(queue, bodies(20, "before"))
+    got: list[tuple[int, bytes]] = []
+    query = queries.start(
+        stream_options(broker, queue, startingOffsets="first", maxMessagesPerTrigger="5"),
+        queries.checkpoint(),
+        lambda df, _: got.extend((r.offset, r.body) for r in df.collect()),
+        trigger={"processingTime": "500 milliseconds"},
+    )
+    wait_until(lambda: len(got) >= 5, 90, "the first batch")
+
+    restartable_broker.restart()
+    broker.publish(queue, bodies(20, "after"))
+    wait_until(lambda: len(got) >= 40, 120, "every message after the restart")
+    time.sleep(1)  # a duplicate would arrive in a later batch
+    assert query.isActive
+    query.stop()
+
+    assert sorted(got) == list(enumerate(bodies(20, "before") + bodies(20, "after")))
