@@ -1,8 +1,10 @@
 """A loopback TCP forwarder that records what clients send to the server behind it: how a
-test sees, without touching the client, whether and which calls went to the broker."""
+test sees, without touching the client, whether and which calls went to the broker; and
+that can cut the connections, as a network failure would."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -83,10 +85,19 @@ class RecordingProxy:
             for sock in (src, dst):
                 sock.close()
 
+    def cut(self) -> None:
+        """Drop every connection made so far, as a network failure or a broker that dies
+        would; new connections are still forwarded."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
     def close(self) -> None:
         self._listener.close()
-        for sock in self._sockets:
-            sock.close()
+        self.cut()
 
     def __enter__(self) -> RecordingProxy:
         return self
