@@ -37,6 +37,9 @@ class Broker:
         self.declared.append(name)
         return name
 
+    def new_stream_queue(self) -> str:
+        return self.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+
     def publish(
         self,
         routing_key: str,
@@ -85,7 +88,7 @@ def broker(broker_url: str) -> Iterator[Broker]:
 def stream_queue(broker: Broker) -> str:
     """A durable stream queue (``x-queue-type: stream``), or a skip saying why there is none."""
     try:
-        return broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+        return broker.new_stream_queue()
     except ChannelClosed as e:
         # Reopen the fixture's channel for its cleanup, then say why the test cannot run.
         broker.ch = broker.conn.channel()

@@ -46,7 +46,7 @@ def test_starting_at_a_timestamp_reads_what_was_published_from_then_on(
 def test_per_queue_starting_offsets_take_keywords_and_offsets_and_others_start_at_next(
     broker: Broker, amqp_spark: SparkSession, stream_queue: str
 ) -> None:
-    other = broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+    other = broker.new_stream_queue()
     broker.publish(stream_queue, bodies(6, "a"))
     broker.publish(other, bodies(6, "b"))
     both = f"{stream_queue},{other}"

@@ -102,7 +102,7 @@ def test_batch_read_without_offsets_reads_the_whole_stream(
 def test_processing_time_query_over_two_streams_reads_only_new_messages_and_reports_ends(
     broker: Broker, queries: Queries, stream_queue: str
 ) -> None:
-    other = broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+    other = broker.new_stream_queue()
     broker.publish(stream_queue, bodies(4, "old"))
     broker.publish(other, bodies(2, "old"))
     got: list[Row] = []
@@ -135,7 +135,7 @@ def test_broker_restart_mid_query_loses_and_repeats_nothing(
     queries: Queries, restartable_broker: RestartableBroker
 ) -> None:
     broker = restartable_broker.broker
-    queue = broker.new_queue(arguments={"x-queue-type": "stream"}, durable=True)
+    queue = broker.new_stream_queue()
     broker.publish(queue, bodies(20, "before"))
     got: list[tuple[int, bytes]] = []
     query = queries.start(
