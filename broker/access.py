@@ -83,7 +83,11 @@ class Access:
         "exchange") ``name``, else 403."""
         if resource == "exchange" and name == "":
             name = "amq.default"
-        if not self._matches((kind, resource, name), self._patterns[kind], name):
+        key = (kind, resource, name)
+        allowed = self._allowed.get(key)  # known: no call on the per-publish path
+        if allowed is None:
+            allowed = self._decide(key, self._patterns[kind], name)
+        if not allowed:
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - access to {resource} '{name}' in vhost '{self.vhost.name}' "
                 f"refused for user '{self.user.name}'"
@@ -101,23 +105,24 @@ class Access:
         if not isinstance(exchange, TopicExchange) or exchange.internal and kind == "write":
             return
         key = (kind, "topic", f"{exchange_name}\0{routing_key}")
-        if not self._matches(key, patterns[kind], routing_key):
+        allowed = self._allowed.get(key)
+        if allowed is None:
+            allowed = self._decide(key, patterns[kind], routing_key)
+        if not allowed:
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - access to topic '{routing_key}' in exchange "
                 f"'{exchange_name}' in vhost '{self.vhost.name}' refused for user "
                 f"'{self.user.name}'"
             )
 
-    def _matches(
+    def _decide(
         self, key: tuple[str, str, str], pattern: re.Pattern[str] | None, subject: str
     ) -> bool:
         """Whether ``pattern`` is found in ``subject``, remembered under ``key``."""
-        allowed = self._allowed.get(key)
-        if allowed is None:
-            allowed = pattern is not None and pattern.search(subject) is not None
-            if len(self._allowed) >= _CACHE_SIZE:
-                self._allowed.clear()
-            self._allowed[key] = allowed
+        allowed = pattern is not None and pattern.search(subject) is not None
+        if len(self._allowed) >= _CACHE_SIZE:
+            self._allowed.clear()
+        self._allowed[key] = allowed
         return allowed
 
     # -- rules --------------------------------------------------------------------------------
