@@ -410,10 +410,14 @@ class ServerChannel:
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - invalid expiration '{properties.expiration}'"
             )
-        headers = properties.headers or {}  # as published: its CC and BCC keys route too
-        check_sender_selected(headers)
-        stored, blind_keys = without_bcc(properties)  # dead-lettering routes by the BCC keys
-        message = Message(m.exchange, m.routing_key, stored, body, blind_keys=blind_keys)
+        headers = properties.headers  # as published: its CC and BCC keys route too
+        blind_keys: tuple[str, ...] = ()
+        if headers:
+            check_sender_selected(headers)
+            properties, blind_keys = without_bcc(properties)  # dead-lettering routes by them
+        else:
+            headers = {}
+        message = Message(m.exchange, m.routing_key, properties, body, blind_keys=blind_keys)
         self.conn.published(len(body))
         if self.transactional:
             self._tx_publishes.append((exchange, message, m.mandatory, headers))
