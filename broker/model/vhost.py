@@ -55,6 +55,11 @@ _EQUIVALENT_QUEUE_ARGS = (
 #: Stream arguments RabbitMQ quotes bare in its inequivalence texts ("received '2h'").
 _QUOTED_BARE_ARGS = frozenset({"x-max-age", "x-stream-max-segment-size-bytes"})
 _UTC = datetime.timezone.utc
+#: The ``x-death`` reason of a message whose queue a 0-9 queue.delete deleted (rule
+#: queue.delete:01). Our extension: RabbitMQ drops such messages and has no such reason. Its
+#: own reasons say what befell the message (rejected, expired) or which queue limit let it go
+#: (maxlen, delivery_limit); this one says the queue went, in the snake case of theirs.
+QUEUE_DELETED = "queue_deleted"
 
 
 def _flag(value: bool) -> str:
@@ -319,9 +324,17 @@ class VirtualHost:
         if not self.in_use(q):
             self.delete_queue(q)
 
-    def delete_queue(self, q: Queue) -> int:
+    def delete_queue(self, q: Queue, *, dead_letter_pending: bool = False) -> int:
         """Remove a queue: its bindings go, its consumers (those of its lanes too) are told.
-        Returns its message count."""
+        Returns its message count.
+
+        Its ready messages are dropped, as RabbitMQ drops them; with ``dead_letter_pending``
+        (a 0-9 or 0-8 queue.delete, rule queue.delete:01) those of the queue and of its
+        lanes go first, in order, to its dead-letter exchange with the ``x-death`` reason
+        ``QUEUE_DELETED`` (each through its queue's ``dead_letterer``: the lanes decide per
+        content class). The queue is unbound by then, so none of them can come back to it.
+        Deliveries still unacknowledged stay with their channels; one that comes back later
+        finds the queue gone and is dropped."""
         if self.queues.get(q.name) is not q:
             return 0
         count = q.message_count
@@ -330,7 +343,11 @@ class VirtualHost:
             source.unbind_all(q)
             self._after_unbind(source)
         self.exchanges[""].unbind(q, q.name, {})
-        for queue in (q, *self.lanes.pop(q, {}).values()):
+        queues = (q, *self.lanes.pop(q, {}).values())
+        if dead_letter_pending:
+            for queue in queues:
+                _dead_letter_ready(queue)
+        for queue in queues:
             for consumer in queue.destroy():
                 consumer.sink.consumer_cancelled(consumer)
         if q.durable:
@@ -414,6 +431,18 @@ class VirtualHost:
         deaths = dead.headers["x-death"]
         routed = self.route(dlx, dead.routing_key, headers)
         return [q for q in routed if not is_death_cycle(deaths, q.name)]
+
+
+def _dead_letter_ready(queue: Queue) -> None:
+    """Let every ready message of ``queue`` go, reason ``QUEUE_DELETED`` (messages whose TTL
+    ran out on the way go as ``expired``, as ``Queue.get`` lets them). Without a dead-letter
+    exchange there is nowhere to go: ``destroy`` drops them (stream queues, which refuse
+    one, never get here)."""
+    if queue.settings.dead_letter_exchange is None:
+        return
+    while (entry := queue.get()) is not None:
+        queue.settle(entry)
+        queue.dead_letterer(queue, entry.message, QUEUE_DELETED)
 
 
 def _describe(arg: str, value: Any) -> str:

@@ -48,5 +48,10 @@ class ClassMessage(Message):
 
     @property
     def headers(self) -> dict[str, Any]:
-        headers = getattr(self.properties, "headers", None)
+        """The properties' headers; a message-class message's application-headers."""
+        properties = self.properties
+        if isinstance(properties, dict):
+            headers = properties.get("application_headers")
+        else:
+            headers = getattr(properties, "headers", None)
         return headers if isinstance(headers, dict) else {}

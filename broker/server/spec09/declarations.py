@@ -9,6 +9,15 @@ from RabbitMQ's 0-9-1 behaviour, which the core handlers follow:
   lanes too, and deleting it cancels their consumers;
 - deleting an exchange or a queue that does not exist is a 404 channel error
   (exchange.delete.exchange:exists, queue.delete.queue:02);
+- rule queue.delete:01 ("The server SHOULD use a dead-letter queue to hold messages that were
+  pending on a deleted queue"): a queue deleted by queue.delete sends its pending basic, file
+  and message-class messages to its ``x-dead-letter-exchange`` (``x-death`` reason
+  ``queue_deleted``, our extension; see ``VirtualHost.delete_queue``), where RabbitMQ, and so
+  this broker for 0-9-1 clients, drops them. Stream content is dropped: the stream class is
+  "unacknowledged and unreliable" and never kept. A queue that goes by itself (auto-delete,
+  ``x-expires``, its exclusive owner closing) drops its messages as RabbitMQ does whatever
+  its clients speak: the rule belongs to queue.delete, and such a queue has no deleting
+  method whose version could decide (its last consumer may be a 0-9-1 client);
 - a failed queue.bind or queue.unbind is a connection exception (queue.bind:failure,
   queue.unbind:01); binding a durable queue to a transient exchange, or any queue to an
   internal exchange, is refused with 530 (queue.bind:transient-exchange,
@@ -82,7 +91,10 @@ def exchange_delete(core: Handler) -> Handler:
     return run
 
 
-def queue_delete(core: Handler) -> Handler:
+def queue_delete(_core: Handler) -> Handler:
+    """Replaces the core handler: the queue's pending messages (of every content class) go to
+    its dead-letter exchange instead of being dropped (rule queue.delete:01)."""
+
     def run(ch: ServerChannel, m: Any) -> None:
         name = m.queue or ch._last_queue or ""
         if name not in ch.vhost.queues:
@@ -93,9 +105,8 @@ def queue_delete(core: Handler) -> Handler:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' in use")
         if m.if_empty and messages:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' not empty")
-        no_wait, m.no_wait = m.no_wait, True
-        core(ch, m)  # the virtual host drops the lanes and cancels their consumers
-        if not no_wait:
+        ch.vhost.delete_queue(queue, dead_letter_pending=True)  # the lanes and consumers too
+        if not m.no_wait:
             ch.send(ch.conn.spec.method("queue.delete-ok")(message_count=messages))
 
     return run

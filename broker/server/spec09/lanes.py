@@ -9,18 +9,21 @@ traffic never sees the lanes.
 
 A lane takes the real queue's limits (``LIMIT_ARGUMENTS``: delivery limit, length limits,
 overflow mode, dead-letter exchange); what it dead-letters goes, with RabbitMQ's ``x-death``
-headers, to the lanes of the same content class of the dead-letter exchange's queues.
+headers (a message-class message: in its application-headers), to the lanes of the same
+content class of the dead-letter exchange's queues.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
+from typing import Any
 
 from amqp_spark.protocol import SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
-from ...model.vhost import dead_lettered
+from ...model.vhost import QUEUE_DELETED, dead_lettered
 from .lane_queue import Lane
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
@@ -56,11 +59,14 @@ def lane(queue: Queue, content_class: str) -> Queue:
 def _dead_letter(content_class: str, source: Queue, message: Message, reason: str) -> None:
     """A lane lets ``message`` go: a copy with the death recorded as RabbitMQ records it
     (``dead_lettered``) goes to the ``content_class`` lanes of the queues the dead-letter
-    exchange routes it to. The message class, whose properties are a dict, is not kept."""
+    exchange routes it to. Stream content pending on a deleted queue is not kept (see
+    declarations: rule queue.delete:01)."""
     settings = source.settings
     vhost = source.vhost
     dlx = vhost.exchanges.get(settings.dead_letter_exchange or "")
-    if settings.dead_letter_exchange is None or dlx is None or isinstance(message.properties, dict):
+    if settings.dead_letter_exchange is None or dlx is None:
+        return
+    if content_class == "stream" and reason == QUEUE_DELETED:
         return
     # dead_lettered reads basic properties: only the headers matter here.
     basic = _BASIC_PROPERTIES(headers=message.headers)
@@ -68,10 +74,28 @@ def _dead_letter(content_class: str, source: Queue, message: Message, reason: st
     as_dead = dead_lettered(
         as_basic, source.name, reason, dlx.name, settings.dead_letter_routing_key
     )
-    dead = with_headers(message, as_dead.headers, replace=True)
-    dead.exchange, dead.routing_key, dead._envelope = dlx.name, as_dead.routing_key, None
+    dead = _with_death(message, as_dead.headers, dlx.name, as_dead.routing_key)
     for target in vhost.route_dead_lettered(dlx, as_dead):
         lane(target, content_class).publish(dead)
+
+
+def _with_death(message: Message, headers: dict[str, Any], exchange: str, key: str) -> Message:
+    """A copy of ``message`` whose headers are ``headers``, on its way to ``exchange`` with
+    routing key ``key``. A message-class message keeps its headers, exchange and routing key
+    among its properties (message.transfer's fields), where its deliveries show them."""
+    properties = message.properties
+    if isinstance(properties, dict):
+        dead = copy.copy(message)
+        dead.properties = {
+            **properties,
+            "application_headers": headers,
+            "exchange": exchange,
+            "routing_key": key,
+        }
+    else:
+        dead = with_headers(message, headers, replace=True)
+    dead.exchange, dead.routing_key, dead._envelope = exchange, key, None
+    return dead
 
 
 def lane_totals(queue: Queue) -> tuple[int, int]:
