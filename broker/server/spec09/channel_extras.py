@@ -16,8 +16,10 @@ def _channel_ok(ch: ServerChannel, m: Any) -> None:
     ch.send(ch.conn.spec.method("channel.ok")())
 
 
-def _ignore(ch: ServerChannel, m: Any) -> None:
-    pass
+def _channel_ok_received(ch: ServerChannel, m: Any) -> None:
+    """channel.ok "signals normal completion of a method": the answer to a resume, ping or
+    pong. The server sends none of those, so a client's channel.ok completes nothing, and it
+    asks for no reply (it has no response): it is accepted and changes nothing."""
 
 
 def _exchange_bound(ch: ServerChannel, m: Any) -> None:
@@ -57,7 +59,7 @@ HANDLERS = {
     "channel.resume": _channel_ok,
     "channel.ping": _channel_ok,
     "channel.pong": _channel_ok,
-    "channel.ok": _ignore,
+    "channel.ok": _channel_ok_received,
     "exchange.bound": _exchange_bound,
     "basic.recover-sync": _recover_sync,
 }

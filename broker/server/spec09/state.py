@@ -38,7 +38,8 @@ class Spec09State:
     tickets: dict[int, Ticket] = field(default_factory=dict)
     #: Tickets granted so far: numbers are never reused, so a destroyed ticket stays invalid.
     tickets_issued: int = 0
-    #: file.qos / stream.qos / message.qos prefetch-count of consumers created from now on.
+    #: file.qos / message.qos prefetch-count of consumers created from now on (stream.qos's
+    #: is ignored: stream content is never acknowledged, see stream_class).
     prefetch: dict[str, int] = field(default_factory=dict)
     #: basic.qos prefetch-size: octets of unacknowledged basic deliveries the channel may
     #: have outstanding before it stops sending more (0: no limit).

@@ -4,6 +4,16 @@ delivered message leaves the queue at once (rule stream:03).
 
 The consume rate (stream.qos consume-rate, octets per second, 0 = unlimited) paces a
 channel's stream deliveries: after a message of n octets the next waits n / rate seconds.
+
+stream.qos prefetch-size and prefetch-count are accepted and have no effect, as rule
+stream.qos.consume-rate:01 allows ("The server MAY ignore the prefetch values"). A prefetch
+window is what a client holds "in advance" of finishing with a message; the acknowledged
+classes close it with their acks, but stream content is never acknowledged (rule stream:03),
+so the server cannot know when the client finished with a message, and no window it keeps
+could close and reopen on the client's progress. What bounds the stream content sent ahead
+is TCP flow control: a connection whose socket is backed up (over ``write_buffer_high``
+octets of output waiting) gets no delivery of any class, and the queue keeps its messages for
+other consumers (``consumers.may_deliver``).
 """
 
 from __future__ import annotations
@@ -62,8 +72,8 @@ class StreamSink:
 
 
 def _qos(ch: ServerChannel, m: Any) -> None:
+    """Sets the consume rate; the prefetch values are ignored (see the module's doc)."""
     ext = state_of(ch)
-    ext.prefetch["stream"] = m.prefetch_count
     ext.consume_rate = m.consume_rate
     ch.send(ch.conn.spec.method("stream.qos-ok")())
     ch.redispatch()
