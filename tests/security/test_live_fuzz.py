@@ -234,7 +234,13 @@ def test_after_fuzzing_nothing_leaked_and_no_internal_error(
     print(f"\nlive fuzz: {Stats.cases} cases, outcomes {Stats.outcomes}")
 
 
-def test_broker_memory_does_not_grow_with_fuzzed_connections(broker: Broker) -> None:
+def test_broker_memory_does_not_grow_with_fuzzed_connections(
+    broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    # pytest keeps every captured log record until the test ends. A fuzzed peer that drops
+    # its socket mid-close gets a warning (rules close-ok:reporting): those records are the
+    # harness's memory, not the broker's, so the connection log is not captured here.
+    caplog.set_level(logging.ERROR, logger="broker.connection")
     _seeded_cases(broker.port, 100)  # warm up: what is allocated once
     gc.collect()
     tracemalloc.start(TRACE_FRAMES)
