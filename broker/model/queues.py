@@ -369,18 +369,21 @@ class Queue:
             self.expire()
         return True
 
-    def _append(self, message: Message, ttl: int | None, redelivered: bool = False) -> None:
+    def _append(
+        self, message: Message, ttl: int | None, redelivered: bool = False, age: float = 0.0
+    ) -> None:
         entry = QueuedMessage(
-            message, None if ttl is None else self.vhost.clock.time() + ttl / 1000
+            message, None if ttl is None else self.vhost.clock.time() + ttl / 1000 - age
         )
         entry.redelivered = redelivered
         self._add_ready_bytes(entry.size)
         self.ready.append(entry)
 
-    def restore(self, message: Message) -> None:
+    def restore(self, message: Message, age: float = 0.0) -> None:
         """Put back a message the store recovered at startup (it was possibly delivered
-        before the restart, so it is marked redelivered)."""
-        self._append(message, self._ttl(message), redelivered=True)
+        before the restart, so it is marked redelivered). ``age``: seconds since it was
+        published; its TTL counts from then, as RabbitMQ's does across restarts."""
+        self._append(message, self._ttl(message), redelivered=True, age=age)
 
     def _ttl(self, message: Message) -> int | None:
         """The message's TTL in ms: the lower of its expiration and the queue's x-message-ttl."""
