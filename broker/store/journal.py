@@ -6,13 +6,20 @@ its previous ``fdatasync`` ran, writes it with one ``write`` and one ``fdatasync
 hands the tokens of that group to ``CommitListener.committed`` (from the writer thread: an
 asyncio broker passes them on with ``loop.call_soon_threadsafe``). So a confirm waits for at
 most two fsyncs, and one fsync covers every publish that arrived in the meantime.
+
+After each group the writer deletes the oldest segments no live message is left in, and
+compacts the oldest one if few are (``COMPACT_LIVE_FRACTION``): it appends MOVED copies of its
+live messages to the newest segment, fsyncs them, and only then deletes it. A crash in between
+leaves both copies, and recovery keeps the MOVED one (``recovery._replay_moved``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +31,13 @@ from .liveness import Liveness
 from .recovery import segment_path
 
 DEFAULT_SEGMENT_SIZE = 64 * 1024 * 1024
+#: The oldest segment is compacted once at most this fraction of its records hold messages a
+#: queue still holds (one old unacknowledged message must not keep every later segment).
+COMPACT_LIVE_FRACTION = 0.1
+#: Test hook (crash tests): the writer kills its own process (SIGKILL) at this point of a
+#: compaction: "torn" half-way through writing the MOVED records, "written" once they are
+#: fsync'd but before the old segment is deleted.
+CRASH_IN_COMPACTION_ENV = "AMQP_SPARK_STORE_CRASH_IN_COMPACTION"
 
 
 class CommitListener(Protocol):
@@ -51,8 +65,9 @@ class Journal:
         self._next_id_written = next_msg_id  # writer thread only
         self._listener = listener
         self._segment_size = segment_size
-        # (record bytes, token, msg id or 0, queue count or acked ids)
-        self._pending: list[tuple[bytes, object, int, int | Sequence[int]]] = []
+        self._crash_point = os.environ.get(CRASH_IN_COMPACTION_ENV)
+        # (record bytes, token, msg id (0: not a PUBLISH), acking queue id, queue or msg ids)
+        self._pending: list[tuple[bytes, object, int, int, Sequence[int]]] = []
         self._cond = threading.Condition()
         self._closing = False
         self._error: StoreError | None = None
@@ -78,16 +93,20 @@ class Journal:
         message: bytes,
         token: object = None,
         class_id: int = records.BASIC_CLASS,
+        blind_keys: tuple[str, ...] = (),
     ) -> int:
-        """Journal ``message`` (of content class ``class_id``) as held by ``queue_ids``;
-        returns its message id. ``token`` (if not None) is handed to ``committed`` once the
-        record is on disk."""
+        """Journal ``message`` (of content class ``class_id``, published with the ``BCC``
+        keys ``blind_keys``) as held by ``queue_ids``, with the time now; returns its message
+        id. ``token`` (if not None) is handed to ``committed`` once the record is on disk."""
+        journaled = records.JournaledMessage(
+            class_id, message, time.time_ns() // 1_000_000, blind_keys
+        )
         with self._cond:
             self._check()
             msg_id = self._next_id
             self._next_id += 1
-            data = records.publish_record(msg_id, queue_ids, message, class_id)
-            self._pending.append((data, token, msg_id, len(queue_ids)))
+            data = records.publish_record(msg_id, queue_ids, journaled)
+            self._pending.append((data, token, msg_id, 0, queue_ids))
             self._cond.notify()
         return msg_id
 
@@ -99,14 +118,14 @@ class Journal:
         data = records.ack_record(queue_id, msg_ids)
         with self._cond:
             self._check()
-            self._pending.append((data, token, 0, msg_ids))
+            self._pending.append((data, token, 0, queue_id, msg_ids))
             self._cond.notify()
 
     def barrier(self, token: object) -> None:
         """Hand ``token`` to ``committed`` once everything journaled before it is fsync'd."""
         with self._cond:
             self._check()
-            self._pending.append((b"", token, 0, ()))
+            self._pending.append((b"", token, 0, 0, ()))
             self._cond.notify()
 
     def check(self) -> None:
@@ -151,21 +170,34 @@ class Journal:
                     self._error = error
                     batch += self._pending
                     self._pending = []
-                self._listener.failed([t for _, t, _, _ in batch if t is not None], error)
+                self._listener.failed([item[1] for item in batch if item[1] is not None], error)
                 return
             tokens = []
-            for _, token, msg_id, what in batch:
+            liveness = self._liveness
+            for _, token, msg_id, queue_id, ids in batch:
                 if msg_id:
-                    self._liveness.published(msg_id, what)  # type: ignore[arg-type]
+                    if len(ids) == 1:
+                        liveness.published(msg_id, 1)
+                    else:
+                        liveness.published_to(msg_id, tuple(ids))
                     self._next_id_written = msg_id + 1
-                else:
-                    for acked in what:  # type: ignore[union-attr]
-                        self._liveness.acked(acked)
+                elif queue_id:
+                    liveness.acks_recorded()
+                    for acked in ids:
+                        liveness.acked(acked, queue_id)
                 if token is not None:
                     tokens.append(token)
             self._delete_dead_segments()
             if tokens:
                 self._listener.committed(tokens)
+            try:
+                self._compact_sparse_head()
+            except StoreError as error:
+                with self._cond:
+                    self._error = error
+                    failed, self._pending = self._pending, []
+                self._listener.failed([item[1] for item in failed if item[1] is not None], error)
+                return
 
     def _write(self, data: bytes) -> None:
         if self._size >= self._segment_size:
@@ -206,6 +238,48 @@ class Journal:
     def _delete_dead_segments(self) -> None:
         for number in self._liveness.pop_dead_head():
             segment_path(self._directory, number).unlink(missing_ok=True)
+
+    def _compact_sparse_head(self) -> None:
+        """Compact the oldest segment if few of its messages are live (one per group, after
+        the group's confirms went out, to bound what a group waits for), then delete it."""
+        number = self._liveness.sparse_head(COMPACT_LIVE_FRACTION)
+        if number is not None:
+            self._compact(number)
+            self._delete_dead_segments()
+
+    def _compact(self, number: int) -> None:
+        """Copy the live messages of segment ``number`` (the oldest, not the last) to the end
+        of the journal as MOVED records, fsync'd; its file can then go."""
+        path = segment_path(self._directory, number)
+        liveness = self._liveness
+        moved: list[tuple[int, tuple[int, ...]]] = []
+        data = []
+        try:
+            with open(path, "rb") as f:
+                version = _segment_version(path)
+                for kind, msg_id, payload in records.iter_publishes(f.read(), version):
+                    if not liveness.is_live_in(number, msg_id, kind == records.MOVED):
+                        continue
+                    queue_ids = liveness.holders(msg_id) or records.publish_queue_ids(
+                        payload, version
+                    )
+                    message = records.publish_message(payload, version)
+                    data.append(records.publish_record(msg_id, queue_ids, message, records.MOVED))
+                    moved.append((msg_id, queue_ids))
+        except OSError as e:
+            raise from_os_error(path, "cannot read the journal segment to compact it", e) from e
+        except ValueError as e:
+            raise StoreError(path, f"cannot compact: {e}", "Restore it from a backup") from e
+        if data:
+            blob = b"".join(data)
+            if self._crash_point == "torn":
+                self._write(blob[: len(blob) // 2])
+                os.kill(os.getpid(), signal.SIGKILL)
+            self._write(blob)
+            if self._crash_point == "written":
+                os.kill(os.getpid(), signal.SIGKILL)
+        for msg_id, queue_ids in moved:
+            liveness.moved(msg_id, queue_ids)
 
     def _open(self, path: Path, flags: int) -> int:
         try:

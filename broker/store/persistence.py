@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 import urllib.parse
 from collections import defaultdict
 from pathlib import Path
@@ -62,6 +63,8 @@ class DurableStore:
         self.journal: Journal | None = None
         self._acks: dict[int, list[int]] = defaultdict(list)
         self._acks_scheduled = False
+        #: the durable queues ``recover`` declared, until ``start`` expires their messages
+        self._recovered_queues: list[Queue] = []
 
     # -- startup and shutdown (the server calls these) ------------------------------------
 
@@ -107,18 +110,26 @@ class DurableStore:
                 arguments=e.arguments,
             )
         count = 0
+        now_ms = time.time_ns() // 1_000_000
         for (vhost, name), d in list(t.queues.items()):
             q = vhosts[vhost].declare_queue(
                 name, owner=None, durable=True, auto_delete=d.auto_delete, arguments=d.arguments
             )
-            for msg_id, class_id, data in self.store.recovered_messages(d.queue_id):
-                if class_id == records.BASIC_CLASS:
-                    message = decode_message(data)
+            restored = False
+            for msg_id, journaled in self.store.recovered_journal_entries(d.queue_id):
+                if journaled.class_id == records.BASIC_CLASS:
+                    message = decode_message(journaled.message)
                     message.msg_id = msg_id
-                    q.restore(message)
+                    message.blind_keys = journaled.blind_keys
+                    # The TTL counts from the publish (wall clock), as RabbitMQ's does.
+                    age_ms = now_ms - journaled.published_ms if journaled.published_ms else 0
+                    q.restore(message, max(0, age_ms) / 1000)
                 else:
-                    _restorer(self.store.data_dir, class_id)(q, msg_id, data)
+                    _restorer(self.store.data_dir, journaled.class_id)(q, msg_id, journaled.message)
                 count += 1
+                restored = True
+            if restored:
+                self._recovered_queues.append(q)
         for b in list(t.bindings):
             vh = vhosts[b.vhost]
             dest = (vh.queues if b.destination_kind == "queue" else vh.exchanges).get(b.destination)
@@ -127,8 +138,13 @@ class DurableStore:
         return count
 
     def start(self) -> None:
-        """Start journaling (after ``recover``)."""
+        """Start journaling (after ``recover``), then expire the recovered messages whose TTL
+        ran out while the broker was down: dead-lettering them journals their copies and
+        their removal, and their dead-letter exchanges are bound by now."""
         self.journal = self.store.start(self)
+        recovered, self._recovered_queues = self._recovered_queues, []
+        for queue in recovered:
+            queue.expire()
 
     def close(self) -> None:
         """Write what is pending, stop the journal, unlock the data directory."""
@@ -175,7 +191,9 @@ class DurableStore:
         queue_ids = [q.queue_id for q in queues if q.queue_id]
         if not queue_ids:
             return False
-        message.msg_id = journal.publish(queue_ids, encode_message(message), token)
+        message.msg_id = journal.publish(
+            queue_ids, encode_message(message), token, blind_keys=message.blind_keys
+        )
         return True
 
     def content_routed(self, queue: Queue, class_id: int, data: bytes) -> int:

@@ -11,11 +11,15 @@ then records, each::
     length u32  bytes of payload that follow the 8-byte record header
     crc    u32  CRC-32 (zlib) of the payload
     payload:  kind u8, then by kind
-      PUBLISH  msg_id u64, nqueues u16, class_id u16, queue_id u32 * nqueues,
+      PUBLISH  msg_id u64, nqueues u16, class_id u16, published_ms u64, nkeys u16,
+               queue_id u32 * nqueues, BCC key (shortstr) * nkeys,
                message bytes (the rest)
       ACK      queue_id u32, count u32, msg_id u64 * count
+      MOVED    as PUBLISH: a live message compaction copied out of an older segment, with
+               its original id and publish time and the queues that still held it
 
-Version 1 segments have no ``class_id`` in PUBLISH: their messages are all basic ones.
+Version 2 segments have no ``published_ms``, ``nkeys`` nor keys in PUBLISH, and no MOVED;
+version 1 segments have no ``class_id`` either (their messages are all basic ones).
 
 See docs/storage-format.md for the rules that go with it.
 """
@@ -24,15 +28,19 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 SEGMENT_MAGIC = b"ASPKJRNL"
 
 SEGMENT_HEADER = struct.Struct("<8sII")
 RECORD_HEADER = struct.Struct("<II")
-PUBLISH_HEAD = struct.Struct("<BQHH")
-#: PUBLISH of format version 1: no content class.
+#: kind, msg_id, nqueues, class_id, published_ms, nkeys
+PUBLISH_HEAD = struct.Struct("<BQHHQH")
+#: PUBLISH of format version 2: no publish time, no BCC keys.
+PUBLISH_HEAD_V2 = struct.Struct("<BQHH")
+#: PUBLISH of format version 1: no content class either.
 PUBLISH_HEAD_V1 = struct.Struct("<BQH")
 ACK_HEAD = struct.Struct("<BII")
 
@@ -42,9 +50,30 @@ BASIC_CLASS = 60
 
 PUBLISH = 1
 ACK = 2
+MOVED = 3
 
 #: A record location packs the segment number and the record's offset in that segment.
 OFFSET_BITS = 32
+
+
+class JournaledMessage(NamedTuple):
+    """What a PUBLISH (or MOVED) record holds besides its id and queues."""
+
+    class_id: int
+    #: the message bytes of its class (``message_codec``)
+    message: bytes
+    #: wall-clock milliseconds since the epoch when it was journaled; 0: not recorded
+    #: (formats 1 and 2)
+    published_ms: int = 0
+    #: the keys of the ``BCC`` header it was published with
+    blind_keys: tuple[str, ...] = ()
+
+
+def publish_head(version: int) -> struct.Struct:
+    """The fixed head of a PUBLISH payload in a segment of format ``version``."""
+    if version == 1:
+        return PUBLISH_HEAD_V1
+    return PUBLISH_HEAD_V2 if version == 2 else PUBLISH_HEAD
 
 
 def location(segment: int, offset: int) -> int:
@@ -64,10 +93,19 @@ def _frame(payload: bytes) -> bytes:
 
 
 def publish_record(
-    msg_id: int, queue_ids: Sequence[int], message: bytes, class_id: int = BASIC_CLASS
+    msg_id: int, queue_ids: Sequence[int], message: JournaledMessage, kind: int = PUBLISH
 ) -> bytes:
-    head = PUBLISH_HEAD.pack(PUBLISH, msg_id, len(queue_ids), class_id)
-    return _frame(head + struct.pack(f"<{len(queue_ids)}I", *queue_ids) + message)
+    """A PUBLISH record (or with ``kind`` MOVED, its copy by compaction)."""
+    keys = message.blind_keys
+    head = PUBLISH_HEAD.pack(
+        kind, msg_id, len(queue_ids), message.class_id, message.published_ms, len(keys)
+    )
+    parts = [head, struct.pack(f"<{len(queue_ids)}I", *queue_ids)]
+    for key in keys:
+        encoded = key.encode("utf-8", "surrogateescape")
+        parts += (bytes((len(encoded),)), encoded)
+    parts.append(message.message)
+    return _frame(b"".join(parts))
 
 
 def ack_record(queue_id: int, msg_ids: Sequence[int]) -> bytes:
@@ -75,11 +113,44 @@ def ack_record(queue_id: int, msg_ids: Sequence[int]) -> bytes:
     return _frame(head + struct.pack(f"<{len(msg_ids)}Q", *msg_ids))
 
 
-def publish_message(payload: bytes | memoryview, version: int) -> tuple[int, bytes]:
-    """The content class id and the message bytes of a PUBLISH payload of a segment of format
-    ``version``."""
+def publish_queue_ids(payload: bytes | memoryview, version: int) -> tuple[int, ...]:
+    """The queue ids of a PUBLISH (or MOVED) payload of a segment of format ``version``."""
+    head = publish_head(version)
+    nqueues = head.unpack_from(payload, 0)[2]
+    return struct.unpack_from(f"<{nqueues}I", payload, head.size)
+
+
+def publish_message(payload: bytes | memoryview, version: int) -> JournaledMessage:
+    """The message of a PUBLISH (or MOVED) payload of a segment of format ``version``."""
+    head = publish_head(version)
+    fields = head.unpack_from(payload, 0)
+    pos = head.size + 4 * fields[2]
     if version == 1:
-        _, _, nqueues = PUBLISH_HEAD_V1.unpack_from(payload, 0)
-        return BASIC_CLASS, bytes(payload[PUBLISH_HEAD_V1.size + 4 * nqueues :])
-    _, _, nqueues, class_id = PUBLISH_HEAD.unpack_from(payload, 0)
-    return class_id, bytes(payload[PUBLISH_HEAD.size + 4 * nqueues :])
+        return JournaledMessage(BASIC_CLASS, bytes(payload[pos:]))
+    if version == 2:
+        return JournaledMessage(fields[3], bytes(payload[pos:]))
+    keys = []
+    for _ in range(fields[5]):
+        end = pos + 1 + payload[pos]
+        keys.append(bytes(payload[pos + 1 : end]).decode("utf-8", "surrogateescape"))
+        pos = end
+    return JournaledMessage(fields[3], bytes(payload[pos:]), fields[4], tuple(keys))
+
+
+def iter_publishes(data: bytes, version: int) -> Iterator[tuple[int, int, memoryview]]:
+    """(kind, msg id, payload) of each PUBLISH and MOVED record of a whole segment file of
+    format ``version`` whose records are intact (recovery checked them, or this broker wrote
+    them); ValueError if one's checksum no longer matches."""
+    view = memoryview(data)
+    pos = SEGMENT_HEADER.size
+    head = publish_head(version)
+    while pos + RECORD_HEADER.size <= len(data):
+        length, crc = RECORD_HEADER.unpack_from(data, pos)
+        start = pos + RECORD_HEADER.size
+        pos = start + length
+        kind = data[start]
+        if kind in (PUBLISH, MOVED):
+            payload = view[start:pos]
+            if zlib.crc32(payload) != crc:
+                raise ValueError(f"record at offset {start - RECORD_HEADER.size} changed on disk")
+            yield kind, head.unpack_from(payload, 0)[1], payload

@@ -59,6 +59,8 @@ class RecoveredJournal:
     next_msg_id: int
     records: int = 0
     dropped: list[DroppedTail] = field(default_factory=list)
+    #: queues a MOVED record added a message to out of id order (sorted at the end)
+    reordered: set[int] = field(default_factory=set)
 
 
 def recover(directory: Path, known_queues: Iterable[int]) -> RecoveredJournal:
@@ -69,6 +71,9 @@ def recover(directory: Path, known_queues: Iterable[int]) -> RecoveredJournal:
     numbers = segment_numbers(directory)
     for i, number in enumerate(numbers):
         _recover_segment(segment_path(directory, number), number, i == len(numbers) - 1, state)
+    for queue_id in state.reordered:
+        queue = state.queues[queue_id]
+        state.queues[queue_id] = {msg_id: queue[msg_id] for msg_id in sorted(queue)}
     return state
 
 
@@ -125,10 +130,12 @@ def _replay(mm: mmap.mmap, number: int, version: int, size: int, state: Recovere
     queues = state.queues
     liveness = state.liveness
     published = liveness.published
+    published_to = liveness.published_to
+    acks_recorded = liveness.acks_recorded
     acked = liveness.acked
     crc32 = zlib.crc32
     unpack_header = records.RECORD_HEADER.unpack_from
-    publish_head = records.PUBLISH_HEAD_V1 if version == 1 else records.PUBLISH_HEAD
+    publish_head = records.publish_head(version)
     unpack_publish = publish_head.unpack_from
     ids_at = publish_head.size  # where the queue ids start in a PUBLISH payload
     unpack_ack = records.ACK_HEAD.unpack_from
@@ -149,28 +156,31 @@ def _replay(mm: mmap.mmap, number: int, version: int, size: int, state: Recovere
                 msg_id, nqueues = unpack_publish(mm, start)[1:3]
                 if msg_id < next_id:
                     break
-                held = 0
                 if nqueues == 1:
                     queue = queues.get(unpack_u32(mm, start + ids_at)[0])
                     if queue is not None:
                         queue[msg_id] = base | pos
-                        held = 1
+                    published(msg_id, 0 if queue is None else 1)
                 else:
+                    holders = []
                     for q in struct.unpack_from(f"<{nqueues}I", mm, start + ids_at):
                         queue = queues.get(q)
                         if queue is not None:
                             queue[msg_id] = base | pos
-                            held += 1
-                published(msg_id, held)
+                            holders.append(q)
+                    published_to(msg_id, tuple(holders))
                 next_id = msg_id + 1
             elif kind == records.ACK:
                 _, q, n = unpack_ack(mm, start)
+                acks_recorded()
                 queue = queues.get(q)
                 if queue is not None:
                     pop = queue.pop
                     for msg_id in struct.unpack_from(f"<{n}Q", mm, start + 9):
                         if pop(msg_id, None) is not None:
-                            acked(msg_id)
+                            acked(msg_id, q)
+            elif kind == records.MOVED and version >= 3:
+                _replay_moved(mm, start, base | pos, state)
             else:
                 break
             pos = end
@@ -180,6 +190,21 @@ def _replay(mm: mmap.mmap, number: int, version: int, size: int, state: Recovere
     state.next_msg_id = next_id
     state.records += count
     return pos
+
+
+def _replay_moved(mm: mmap.mmap, start: int, loc: int, state: RecoveredJournal) -> None:
+    """A message compaction copied: it takes its place again in each queue (by id: its
+    original is gone, or still in a segment a crash kept, where this copy replaces it)."""
+    msg_id, nqueues = records.PUBLISH_HEAD.unpack_from(mm, start)[1:3]
+    holders = []
+    for q in struct.unpack_from(f"<{nqueues}I", mm, start + records.PUBLISH_HEAD.size):
+        queue = state.queues.get(q)
+        if queue is not None:
+            if msg_id not in queue and queue and msg_id < next(reversed(queue)):
+                state.reordered.add(q)
+            queue[msg_id] = loc
+            holders.append(q)
+    state.liveness.moved(msg_id, tuple(holders))
 
 
 def _valid_records_after(mm: mmap.mmap, pos: int, size: int) -> int:
@@ -226,8 +251,8 @@ class SegmentReader:
         #: segment number -> (open file, format version)
         self._segments: dict[int, tuple[int, int]] = {}
 
-    def read(self, loc: int) -> tuple[int, bytes]:
-        """The content class id and the message bytes of the PUBLISH record at ``loc``."""
+    def read(self, loc: int) -> records.JournaledMessage:
+        """The message of the PUBLISH (or MOVED) record at ``loc``."""
         number, offset = records.split_location(loc)
         path = segment_path(self._directory, number)
         try:

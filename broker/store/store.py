@@ -3,7 +3,7 @@ the journal, the topology file and spill space while it runs.
 
 Layout (see docs/storage-format.md)::
 
-    <data dir>/amqp-spark-data.json   format marker: {"format": ..., "version": 2}
+    <data dir>/amqp-spark-data.json   format marker: {"format": ..., "version": 3}
     <data dir>/lock                   flock'd by the broker that uses the directory
     <data dir>/topology.json          durable definitions
     <data dir>/journal/NNNNNNNNNN.seg message journal segments
@@ -106,10 +106,18 @@ class Store:
         class id, message bytes); basic ones (``records.BASIC_CLASS``) decode with
         ``decode_message``. They were (possibly) delivered before, so deliver them with
         redelivered set."""
+        for msg_id, journaled in self.recovered_journal_entries(queue_id):
+            yield msg_id, journaled.class_id, journaled.message
+
+    def recovered_journal_entries(
+        self, queue_id: int
+    ) -> Iterator[tuple[int, records.JournaledMessage]]:
+        """``recovered_messages`` with all the journal has on each: publish time and ``BCC``
+        keys too (format 3 on)."""
         reader = SegmentReader(self.data_dir / "journal")
         try:
             for msg_id, loc in self.recovered.queues.get(queue_id, {}).items():
-                yield (msg_id, *reader.read(loc))
+                yield msg_id, reader.read(loc)
         finally:
             reader.close()
 

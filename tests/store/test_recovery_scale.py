@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from broker.store import Store
-from broker.store.records import ack_record, publish_record, segment_header
+from broker.store.records import (
+    BASIC_CLASS,
+    JournaledMessage,
+    ack_record,
+    publish_record,
+    segment_header,
+)
 from broker.store.recovery import segment_path
 from tests.store.conftest import declare_queues
 from tests.store.messages import persistent
@@ -19,7 +25,7 @@ PER_SEGMENT = 100_000
 def write_journal(data_dir: Path, queue_ids: list[int], messages: int) -> None:
     """Segments holding ``messages`` 100-byte messages round-robin over ``queue_ids``, the first
     tenth of them acked: what a broker would have written, without its overhead."""
-    message = persistent(b"m" * 100)
+    message = JournaledMessage(BASIC_CLASS, persistent(b"m" * 100))
     acked: dict[int, list[int]] = {q: [] for q in queue_ids}
     for i in range(1, messages // 10 + 1):
         acked[queue_of(i, queue_ids)].append(i)
