@@ -1,10 +1,13 @@
 """The process the crash tests kill -9: publishes persistent messages to several durable
 queues through the journal (and acks some), printing each confirm and each durable ack.
 
-    python -m tests.store.crash_writer DATA_DIR QUEUE_ID... [--ack]
+    python -m tests.store.crash_writer DATA_DIR QUEUE_ID... [--ack | --sparse]
 
-Prints ``C <queue id> <seq>`` once a publish is on disk, ``R <queue id> <seq>`` before an ack
-is requested, ``A <queue id> <seq>`` once an ack is; message bodies are ``<seq>``.
+``--ack`` acks the oldest five of every seven messages, like a consumer behind the publisher;
+``--sparse`` acks every message but one in ``SPARSE_KEEP`` at once, so that old segments are
+compacted (``journal.COMPACT_LIVE_FRACTION``). Prints ``C <queue id> <seq>`` once a publish
+is on disk, ``R <queue id> <seq>`` before an ack is requested, ``A <queue id> <seq>`` once
+an ack is; message bodies are ``<seq>``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from broker.store import Store, StoreError
 from tests.store.messages import persistent
 
 _STDOUT = threading.Lock()
+SPARSE_KEEP = 20
 
 
 def emit(lines: str) -> None:
@@ -37,8 +41,9 @@ class PrintingListener:
 
 def main() -> None:
     data_dir = Path(sys.argv[1])
-    queue_ids = [int(a) for a in sys.argv[2:] if a != "--ack"]
+    queue_ids = [int(a) for a in sys.argv[2:] if not a.startswith("--")]
     ack = "--ack" in sys.argv
+    sparse = "--sparse" in sys.argv
     store = Store.open(data_dir)
     journal = store.start(PrintingListener(), segment_size=256 * 1024)
     published: dict[int, list[tuple[int, int]]] = {q: [] for q in queue_ids}
@@ -54,6 +59,11 @@ def main() -> None:
                 emit("".join(f"R {q} {s}\n" for s, _ in done))
                 for s, msg_id in done:
                     journal.ack(q, [msg_id], token=("A", q, s))
+        if sparse and seq % SPARSE_KEEP:
+            for q in queue_ids:
+                s, msg_id = published[q].pop()
+                emit(f"R {q} {s}\n")
+                journal.ack(q, [msg_id], token=("A", q, s))
 
 
 if __name__ == "__main__":
