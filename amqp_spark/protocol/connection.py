@@ -363,6 +363,8 @@ class Connection:
         raise _error(501, f"unknown frame type {frame_type}")
 
     def _method_frame(self, channel: int, payload: bytes) -> Event | Method | None:
+        """The event of a method frame, None for a discarded method, or a content-bearing
+        method itself: its content is still to be read."""
         assert self.spec is not None
         if len(payload) < 4:
             raise _error(502, "method frame shorter than its class and method ids")
@@ -395,7 +397,7 @@ class Connection:
         if class_id <= CHANNEL_CLASS:
             self._track(channel, cls.NAME, sent=False)
         if cls.HAS_CONTENT:
-            return method  # its content follows
+            return method
         return MethodReceived(channel, method)
 
     def _accept(self, channel: int, method: Method) -> bool:
