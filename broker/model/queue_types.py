@@ -2,7 +2,8 @@
 
 A queue type is a factory with the signature of ``Queue`` returning an object with its
 interface (publish, dispatch, get, settle, requeue, reject, add/remove_consumer, purge,
-destroy, ...). ``broker/streams/`` registers "stream" with ``register_queue_type``.
+destroy, ...). "quorum" is a configuration of the classic queue (``quorum.py``);
+``broker/streams/`` registers "stream" with ``register_queue_type``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from .queues import Queue
+from .quorum import QuorumQueue
 
 QueueFactory = Callable[..., Queue]
 
-_TYPES: dict[str, QueueFactory] = {"classic": Queue}
+_TYPES: dict[str, QueueFactory] = {"classic": Queue, "quorum": QuorumQueue}
 
 
 def register_queue_type(name: str, factory: QueueFactory) -> None:

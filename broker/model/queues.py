@@ -236,16 +236,37 @@ class ReadyMessages:
         self._spills = [None] * len(self._levels)
 
 
+def amqp_type_name(value: Any) -> str:
+    """The field-table type RabbitMQ names in its reply texts."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "signedint" if -(2**31) <= value < 2**31 else "long"
+    if isinstance(value, str):
+        return "longstr"
+    return type(value).__name__
+
+
+def _invalid_arg(queue: str, vhost: str, name: str, why: str) -> errors.AMQPError:
+    return errors.PreconditionFailed(
+        f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{queue}' in vhost '{vhost}': {why}"
+    )
+
+
 def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:
+    """An integer argument at least ``minimum`` (0 or 1), refused with RabbitMQ's texts."""
     value = args.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise errors.PreconditionFailed(
-            f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{queue}' in vhost '{vhost}': "
-            f"{value!r}"
-        )
-    return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        why = f'"expected integer, got {amqp_type_name(value)}"'
+    elif value < 0:
+        why = f"{{value_negative,{value}}}"
+    elif value < minimum:
+        why = f"{{value_zero,{value}}}"
+    else:
+        return value
+    raise _invalid_arg(queue, vhost, name, why)
 
 
 class QueueSettings:
@@ -274,14 +295,15 @@ class QueueSettings:
             self.max_priority = min(self.max_priority, _MAX_PRIORITY_LIMIT)
         overflow = args.get("x-overflow", "drop-head")
         if overflow not in OVERFLOW_MODES:
-            raise errors.PreconditionFailed(
-                f"PRECONDITION_FAILED - invalid arg 'x-overflow' for queue '{queue}' in vhost "
-                f"'{vhost}': {overflow!r}"
-            )
+            raise _invalid_arg(queue, vhost, "x-overflow", "invalid_overflow")
         self.overflow: str = overflow
         dlx = args.get("x-dead-letter-exchange")
         self.dead_letter_exchange: str | None = dlx if isinstance(dlx, str) else None
         dlk = args.get("x-dead-letter-routing-key")
+        if dlk is not None and dlx is None:
+            raise _invalid_arg(
+                queue, vhost, "x-dead-letter-routing-key", "routing_key_but_no_dlx_defined"
+            )
         self.dead_letter_routing_key: str | None = dlk if isinstance(dlk, str) else None
         self.single_active_consumer = args.get("x-single-active-consumer") is True
         #: RabbitMQ's quorum-queue argument, here on any queue: how many times a message may
@@ -293,9 +315,18 @@ class Queue:
     """A classic queue. ``owner`` is the connection of an exclusive queue, else None."""
 
     type_name = "classic"
+    #: The type as RabbitMQ names it in its reply texts.
+    rabbit_type = "rabbit_classic_queue"
     #: True for a queue type that buffers publishes until ``flush`` (the channel flushes
     #: such queues before it confirms their publishes).
     buffers_publishes = False
+    #: True for a queue type whose durable queues keep transient messages across a restart
+    #: too (a store journals every message routed to them, whatever its delivery mode).
+    persists_all_messages = False
+    #: basic.consume arguments this queue type refuses (406, RabbitMQ's text).
+    refused_consume_args: tuple[str, ...] = ("x-stream-offset",)
+    #: Arguments of this type compared on redeclaration, besides the common ones.
+    equivalent_type_args: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -313,7 +344,7 @@ class Queue:
         self.owner = owner
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
-        self.settings = QueueSettings(name, vhost.name, self.arguments)
+        self.settings = self._checked_settings()
         self.ready = ReadyMessages(
             (self.settings.max_priority or 0) + 1, vhost.memory, vhost.store.spill_fifo
         )
@@ -337,6 +368,11 @@ class Queue:
 
     def __repr__(self) -> str:
         return f"<queue {self.name!r}>"
+
+    def _checked_settings(self) -> QueueSettings:
+        """The declaration validated (a queue type may check more than the arguments), as
+        the settings the queue runs with."""
+        return QueueSettings(self.name, self.vhost.name, self.arguments)
 
     @property
     def exclusive(self) -> bool:
@@ -451,6 +487,12 @@ class Queue:
     def add_consumer(self, consumer: Consumer, arguments: dict[str, Any] | None = None) -> None:
         """Register a consumer (the caller dispatches once it has sent consume-ok);
         ``arguments`` are basic.consume's (a stream reads its ``x-stream-offset``)."""
+        for name in self.refused_consume_args:
+            if name in (arguments or {}):
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{self.name}' in "
+                    f"vhost '{self.vhost.name}' of queue type {self.rabbit_type}"
+                )
         if any(c.exclusive for c in self.consumers) or (consumer.exclusive and self.consumers):
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - queue '{self.name}' in vhost '{self.vhost.name}' "
@@ -525,10 +567,10 @@ class Queue:
                 self.unacked += 1
             consumer.sink.deliver(consumer, self, entry)
 
-    def as_delivered(self, entry: QueuedMessage) -> Message:
-        """``entry``'s message as a delivery shows it. With ``x-delivery-limit``, as on a
-        RabbitMQ quorum queue, it carries ``x-delivery-count``: the times it came back so
-        far (0 on the first delivery)."""
+    def as_delivered(self, entry: QueuedMessage, *, fetched: bool = False) -> Message:
+        """``entry``'s message as a delivery (or, ``fetched``, a basic.get-ok) shows it.
+        With ``x-delivery-limit``, as on a RabbitMQ quorum queue, it carries
+        ``x-delivery-count``: the times it came back so far (0 on the first delivery)."""
         if self.settings.delivery_limit is None:
             return entry.message
         return with_headers(entry.message, {"x-delivery-count": entry.delivery_count})
@@ -552,17 +594,27 @@ class Queue:
         self._forget(entry)
 
     def requeue(self, entries: list[QueuedMessage]) -> None:
-        """Put unacknowledged entries back at the head, oldest first, marked redelivered."""
+        """Put unacknowledged entries back at the head, oldest first, marked redelivered
+        (basic.nack, basic.reject, basic.recover)."""
+        self._put_back(entries, at_head=True)
+
+    def return_unacked(self, entries: list[QueuedMessage]) -> None:
+        """A closing channel hands back its unacknowledged entries: requeued."""
+        self.requeue(entries)
+
+    def _put_back(self, entries: list[QueuedMessage], *, at_head: bool) -> None:
+        """Requeue ``entries`` at the head (oldest first) or at the back, in order."""
         if self.deleted:
             for entry in entries:
                 self._forget(entry)
             return
-        for entry in reversed(entries):
+        put = self.ready.appendleft if at_head else self.ready.append
+        for entry in reversed(entries) if at_head else entries:
             if not self.returned(entry):
                 continue
             self.unacked -= 1
             entry.redelivered = True
-            self.ready.appendleft(entry)
+            put(entry)
             self.ready_bytes += entry.size
         self.dispatch()
 
@@ -592,6 +644,9 @@ class Queue:
             self.dead_letterer(self, entry.message, reason)
 
     # -- life cycle ---------------------------------------------------------------------------
+
+    def check_delete(self, *, if_unused: bool, if_empty: bool) -> None:
+        """queue.delete with these flags: a queue type that cannot honour one raises."""
 
     def purge(self) -> int:
         entries = self.ready.clear()

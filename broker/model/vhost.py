@@ -27,7 +27,7 @@ from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
 from .queue_types import queue_factory
-from .queues import Queue
+from .queues import Queue, amqp_type_name
 
 #: The exchanges every virtual host has (besides the default exchange "").
 STANDARD_EXCHANGES = {
@@ -37,7 +37,7 @@ STANDARD_EXCHANGES = {
     "amq.headers": "headers",
     "amq.match": "headers",
 }
-#: Queue arguments compared when a queue is redeclared.
+#: Queue arguments compared when a queue of any type is redeclared (``Queue`` adds its own).
 _EQUIVALENT_QUEUE_ARGS = (
     "x-message-ttl",
     "x-expires",
@@ -52,8 +52,6 @@ _EQUIVALENT_QUEUE_ARGS = (
     "x-max-age",
     "x-stream-max-segment-size-bytes",
 )
-#: Stream arguments RabbitMQ quotes bare in its inequivalence texts ("received '2h'").
-_QUOTED_BARE_ARGS = frozenset({"x-max-age", "x-stream-max-segment-size-bytes"})
 _UTC = datetime.timezone.utc
 #: The ``x-death`` reason of a message whose queue a 0-9 queue.delete deleted (rule
 #: queue.delete:01). Our extension: RabbitMQ drops such messages and has no such reason. Its
@@ -302,13 +300,14 @@ class VirtualHost:
                     f"PRECONDITION_FAILED - inequivalent arg '{arg}' {what}: "
                     f"received '{_flag(received)}' but current is '{_flag(current)}'"
                 )
-        for arg in _EQUIVALENT_QUEUE_ARGS:
+        for arg in (*_EQUIVALENT_QUEUE_ARGS, *q.equivalent_type_args):
             received_value, current_value = arguments.get(arg), q.arguments.get(arg)
             if received_value != current_value:
+                both = received_value is not None and current_value is not None
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - inequivalent arg '{arg}' {what}: "
-                    f"received {_describe(arg, received_value)} "
-                    f"but current is {_describe(arg, current_value)}"
+                    f"received {_describe(received_value, both)} "
+                    f"but current is {_describe(current_value, both)}"
                 )
 
     def lanes_of(self, q: Queue) -> list[Queue]:
@@ -360,6 +359,7 @@ class VirtualHost:
         if name not in self.queues:
             return 0
         q = self.queue(name, owner)
+        q.check_delete(if_unused=if_unused, if_empty=if_empty)
         if if_unused and self.in_use(q):
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - queue '{name}' {self._where()} in use"
@@ -445,24 +445,16 @@ def _dead_letter_ready(queue: Queue) -> None:
         queue.dead_letterer(queue, entry.message, QUEUE_DELETED)
 
 
-def _describe(arg: str, value: Any) -> str:
-    """An argument's value as RabbitMQ's inequivalence texts show it."""
+def _describe(value: Any, both: bool) -> str:
+    """An argument's value as RabbitMQ's inequivalence texts show it: bare when both the
+    received and the current value are there ("received '6' but current is '5'"), with its
+    type when one side has none."""
     if value is None:
         return "none"
-    if arg in _QUOTED_BARE_ARGS:
-        return f"'{value}'"
-    return f"the value '{value}' of type '{amqp_type_name(value)}'"
-
-
-def amqp_type_name(value: Any) -> str:
-    """The field-table type RabbitMQ names in its reply texts."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, str):
-        return "longstr"
-    return type(value).__name__
+    text = _flag(value) if isinstance(value, bool) else value
+    if both:
+        return f"'{text}'"
+    return f"the value '{text}' of type '{amqp_type_name(value)}'"
 
 
 def is_death_cycle(deaths: list[dict[str, Any]], target: str) -> bool:

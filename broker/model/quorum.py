@@ -1,0 +1,199 @@
+"""A quorum queue (``x-queue-type=quorum``) as a one-node RabbitMQ 3.10 shows one to clients.
+
+It is a classic ``Queue`` run with other rules, all measured on RabbitMQ 3.10.8:
+
+- declaration: durable only, never exclusive, auto-delete or server-named; the classic-only
+  arguments (``x-max-priority``, ``x-queue-mode``, ...) and the stream ones are refused;
+  ``x-overflow=reject-publish-dlx`` is taken as ``drop-head``;
+- every message is kept across a restart, transient ones too (the Raft log keeps them all);
+- every return counts: deliveries carry ``x-delivery-count`` once a message came back (a
+  basic.get-ok always does, 0 at first), and past ``x-delivery-limit`` returns the message is
+  dead-lettered (reason ``delivery_limit``);
+- basic.nack, basic.reject and basic.recover requeue to the back of the queue; what a closing
+  channel held goes back to the head;
+- ``reject-publish`` is a soft limit: the publish that takes the queue past its limit is
+  accepted, the following ones are refused until the ready messages fall to 80% of it;
+- global qos, the ``x-cancel-on-ha-failover`` and ``x-stream-offset`` consumer arguments,
+  and queue.delete with if-unused or if-empty are refused; exclusive consume is ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from amqp_spark.protocol import errors
+from amqp_spark.protocol.values import Long
+
+from .message import Message, QueuedMessage, with_headers
+from .queues import Consumer, Queue, QueueSettings, _int_arg
+
+#: Known queue arguments a quorum queue refuses (classic-only and stream arguments).
+_REFUSED_ARGS = frozenset(
+    {
+        "x-max-priority",
+        "x-queue-mode",
+        "x-queue-master-locator",
+        "x-queue-version",
+        "x-max-age",
+        "x-stream-max-segment-size-bytes",
+        "x-initial-cluster-size",
+    }
+)
+#: Quorum arguments with a fixed set of values, and the error term RabbitMQ names otherwise.
+_CHOICES = {
+    "x-dead-letter-strategy": ({"at-most-once", "at-least-once"}, "invalid_dlx_strategy"),
+    "x-queue-leader-locator": (
+        {"client-local", "balanced", "random", "least-leaders"},
+        "invalid_queue_locator_arg",
+    ),
+}
+#: Ready messages (and bytes) a reject-publish queue must fall to before it takes publishes
+#: again, as a fraction of its limits (RabbitMQ's soft limit).
+_UNBLOCK_AT = 0.8
+
+
+def _delivery_limit(value: Any) -> int | None:
+    """``x-delivery-limit`` as RabbitMQ 3.10 applies it: not validated at declaration; a
+    number limits (a negative one as 0 does), anything else sets no limit."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return max(math.floor(value), 0)
+
+
+def _below(limit: int | None, value: int) -> bool:
+    return limit is None or value <= math.trunc(limit * _UNBLOCK_AT)
+
+
+class QuorumQueue(Queue):
+    """The factory registered as queue type ``quorum``."""
+
+    type_name = "quorum"
+    rabbit_type = "rabbit_quorum_queue"
+    persists_all_messages = True
+    refused_consume_args = ("x-stream-offset", "x-cancel-on-ha-failover")
+    equivalent_type_args = (
+        "x-delivery-limit",
+        "x-dead-letter-strategy",
+        "x-quorum-initial-group-size",
+        "x-max-in-memory-length",
+        "x-max-in-memory-bytes",
+        "x-queue-leader-locator",
+    )
+
+    #: True while a reject-publish queue refuses publishes (it went past its limit).
+    _rejecting = False
+
+    @property
+    def _where(self) -> str:
+        return f"queue '{self.name}' in vhost '{self.vhost.name}'"
+
+    def _checked_settings(self) -> QueueSettings:
+        """RabbitMQ's order: the name, argument values, arguments of other types, then the
+        properties."""
+        # The virtual host has already refused user-chosen "amq." names: this one is generated.
+        if self.name.startswith("amq.gen-"):
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - Cannot declare a server-named queue for type "
+                f"{self.rabbit_type}"
+            )
+        args = self.arguments
+        where = f"for {self._where}"
+        own = {k: v for k, v in args.items() if k not in ("x-delivery-limit", "x-max-priority")}
+        settings = QueueSettings(self.name, self.vhost.name, own)
+        for name in args:
+            if name in _REFUSED_ARGS:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg '{name}' {where} of queue type "
+                    f"{self.rabbit_type}"
+                )
+        for name, (allowed, term) in _CHOICES.items():
+            if name in args and args[name] not in allowed:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg '{name}' {where}: {term}"
+                )
+        _int_arg(self.name, self.vhost.name, args, "x-quorum-initial-group-size", 1)
+        for name in ("x-max-in-memory-length", "x-max-in-memory-bytes"):
+            _int_arg(self.name, self.vhost.name, args, name, 0)
+        for refused, prop in (
+            (self.auto_delete, "auto-delete"),
+            (self.owner is not None, "exclusive-owner"),
+            (not self.durable, "non-durable"),
+        ):
+            if refused:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid property '{prop}' {where}"
+                )
+        settings.delivery_limit = _delivery_limit(args.get("x-delivery-limit"))
+        if settings.overflow == "reject-publish-dlx":
+            settings.overflow = "drop-head"
+        return settings
+
+    # -- publishing: reject-publish as a soft limit -------------------------------------------
+
+    def publish(self, message: Message) -> bool:
+        accepted = super().publish(message)
+        self._check_limit()
+        return accepted
+
+    def _full(self, incoming: int) -> bool:
+        if self.settings.overflow == "reject-publish":
+            return self._rejecting
+        return super()._full(incoming)
+
+    def _check_limit(self) -> None:
+        """Past its limits (more than them ready), a reject-publish queue refuses publishes."""
+        if self.settings.overflow == "reject-publish" and super()._full(0):
+            self._rejecting = True
+
+    def _take(self, entry: QueuedMessage) -> None:
+        super()._take(entry)
+        s = self.settings
+        if self._rejecting and _below(s.max_length, len(self.ready)):
+            self._rejecting = not _below(s.max_length_bytes, self.ready_bytes)
+
+    # -- consumers and deliveries -------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer, arguments: dict[str, Any] | None = None) -> None:
+        """Refuses global qos; an exclusive consumer is an ordinary one (RabbitMQ 3.10's
+        quorum queues ignore the flag)."""
+        # The channel-wide (global) prefetch lives on the channel, the consumer's sink.
+        if getattr(consumer.sink, "channel_prefetch", 0):
+            raise errors.NotImplemented_(
+                f"NOT_IMPLEMENTED - {self._where} does not support global qos"
+            )
+        consumer.exclusive = False
+        super().add_consumer(consumer, arguments)
+
+    def as_delivered(self, entry: QueuedMessage, *, fetched: bool = False) -> Message:
+        """With ``x-delivery-count`` once the message came back; basic.get-ok always has it."""
+        if entry.delivery_count or fetched:
+            return with_headers(entry.message, {"x-delivery-count": Long(entry.delivery_count)})
+        return entry.message
+
+    # -- returns ------------------------------------------------------------------------------
+
+    def returned(self, entry: QueuedMessage) -> bool:
+        """Every return counts, with or without ``x-delivery-limit``."""
+        if self.settings.delivery_limit is None:
+            entry.delivery_count += 1
+            return True
+        return super().returned(entry)
+
+    def requeue(self, entries: list[QueuedMessage]) -> None:
+        """basic.nack, basic.reject and basic.recover requeue to the back."""
+        self._put_back(entries, at_head=False)
+        self._check_limit()
+
+    def return_unacked(self, entries: list[QueuedMessage]) -> None:
+        """A closing channel's deliveries go back to the head, oldest first."""
+        self._put_back(entries, at_head=True)
+        self._check_limit()
+
+    def check_delete(self, *, if_unused: bool, if_empty: bool) -> None:
+        for flag, name in ((if_unused, "if-unused"), (if_empty, "if-empty")):
+            if flag:
+                raise errors.NotImplemented_(
+                    f"NOT_IMPLEMENTED - cannot delete {self._where}. queue.delete operations "
+                    f"with {name} flag set are not supported by quorum queues"
+                )
