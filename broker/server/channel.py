@@ -300,7 +300,7 @@ class ServerChannel:
             q.settle(entry)
         else:
             self.unacked[tag] = (None, q, entry)
-        msg = q.as_delivered(entry)
+        msg = q.as_delivered(entry, fetched=True)
         get_ok = self._m("basic.get-ok")(
             delivery_tag=tag,
             redelivered=entry.redelivered,
@@ -358,7 +358,10 @@ class ServerChannel:
         if self.closed:
             self._release(items)
         for queue, entries in by_queue.items():
-            queue.requeue(entries)
+            if self.closed:
+                queue.return_unacked(entries)
+            else:
+                queue.requeue(entries)
 
     def _settle_or_hold(self, action: str, tag: int, multiple: bool) -> None:
         taken = self._take_unacked(tag, multiple)
