@@ -2,12 +2,12 @@
 ``Store``, plus what the server does with it at startup (definitions, recovery) and
 shutdown.
 
-Messages: a persistent message routed to durable classic queues is journaled once, for all
-of them, before it is enqueued; its journal id rides on the ``Message``. A queue acks its
-own (queue, message) when the message leaves it for good. Acks of one event-loop turn go
-out as one record per queue. Confirms wait for the journal: its writer thread reports
-committed tokens, which are ``(waiter, sequence number)`` pairs handed back to the waiter
-(a channel) on the event loop.
+Messages: a persistent message routed to durable classic or quorum queues (a quorum queue:
+any message) is journaled once, for all of them, before it is enqueued; its journal id
+rides on the ``Message``. A queue acks its own (queue, message) when the message leaves it
+for good. Acks of one event-loop turn go out as one record per queue. Confirms wait for the
+journal: its writer thread reports committed tokens, which are ``(waiter, sequence number)``
+pairs handed back to the waiter (a channel) on the event loop.
 """
 
 from __future__ import annotations
@@ -186,9 +186,12 @@ class DurableStore:
 
     def message_routed(self, message: Message, queues: list[Queue], token: object) -> bool:
         journal = self.journal
-        if journal is None or not message.persistent:
+        if journal is None:
             return False
-        queue_ids = [q.queue_id for q in queues if q.queue_id]
+        if message.persistent:
+            queue_ids = [q.queue_id for q in queues if q.queue_id]
+        else:  # quorum queues keep transient messages too
+            queue_ids = [q.queue_id for q in queues if q.persists_all_messages and q.queue_id]
         if not queue_ids:
             return False
         message.msg_id = journal.publish(
@@ -202,7 +205,11 @@ class DurableStore:
         return self.journal.publish([queue.queue_id], data, None, class_id)
 
     def message_removed(self, queue: Queue, message: Message) -> None:
-        if queue.queue_id and message.msg_id:
+        if (
+            message.msg_id
+            and queue.queue_id
+            and (message.persistent or queue.persists_all_messages)
+        ):
             self._acks[queue.queue_id].append(message.msg_id)
             if not self._acks_scheduled:
                 self._acks_scheduled = True
@@ -274,7 +281,7 @@ class DurableStore:
             )
             t.queues[(vhost, queue.name)] = definition
             self._save()
-        if queue.type_name == "classic":  # streams keep their own log
+        if queue.type_name != "stream":  # streams keep their own log
             queue.queue_id = definition.queue_id
 
     def queue_deleted(self, vhost: str, name: str) -> None:
