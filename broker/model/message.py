@@ -189,6 +189,17 @@ def with_headers(message: Message, headers: dict[str, Any], *, replace: bool = F
     props = message.properties
     fields = props.fields()
     fields["headers"] = headers if replace else {**(props.headers or {}), **headers}
+    if isinstance(message, StoredMessage):  # its priority and TTL are read-only properties
+        changed = Message(
+            message.exchange,
+            message.routing_key,
+            type(props)(**fields),
+            message.body,
+            envelope=message._envelope,
+            blind_keys=message.blind_keys,
+        )
+        changed.msg_id = message.msg_id
+        return changed
     changed = copy.copy(message)
     changed.properties = type(props)(**fields)
     changed._header = None
