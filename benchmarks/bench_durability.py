@@ -4,6 +4,11 @@
   at most 1000 unconfirmed (a client's confirm window); a message counts once the journal
   reported it fsync'd (what a publisher confirm waits for). Also the number of messages each
   fdatasync covered.
+* journal disk with stragglers: 1,000,000 persistent 100-byte messages (200,000 in 4 MiB
+  segments with ``--quick``) journaled and acked, except every 1000th, which stays unacked:
+  the bytes of segment files left, with compaction (``journal.COMPACT_LIVE_FRACTION``) and,
+  as the reference, without (fraction 0: only segments with no live message are deleted, as
+  before format 3).
 * recovery: opening a data directory whose journal holds 1,000,000 persistent messages
   (100,000 with ``--quick``), 100-byte bodies over 3 durable queues, a tenth of them acked.
 * persistent publish with confirms to a durable queue, the bundled broker (``python -m
@@ -33,6 +38,7 @@ from amqp_spark.protocol import SPEC_0_9_1
 from benchmarks.bench_broker import Client, M
 from benchmarks.common import Row, row
 from broker.store import Store, StoreError
+from broker.store.journal import COMPACT_LIVE_FRACTION
 from tests.durability.broker_process import BrokerProcess
 from tests.store.conftest import declare_queues
 from tests.store.messages import persistent
@@ -94,6 +100,44 @@ def journal_rate(data_dir: Path, messages: int) -> tuple[float, float]:
     if listener.error is not None:
         raise listener.error
     return per_thread * PRODUCERS / elapsed, per_thread * PRODUCERS / listener.groups
+
+
+STRAGGLER_EVERY = 1000
+
+
+def journal_bytes_with_stragglers(
+    data_dir: Path, messages: int, segment_size: int, compact_live_fraction: float
+) -> int:
+    """Bytes of journal segments once ``messages`` were journaled and all but every
+    ``STRAGGLER_EVERY``-th acked (in chunks, as a consumer's acks of one event-loop turn)."""
+    (queue_id,) = declare_queues(data_dir, ["q"]).values()
+    store = Store.open(data_dir)
+    listener = _WindowListener()
+    journal = store.start(listener, segment_size, compact_live_fraction)
+    message = persistent(bytes(100))
+    window = threading.Semaphore(WINDOW)
+    acks: list[int] = []
+    for i in range(messages):
+        if not window.acquire(timeout=60):
+            raise TimeoutError("no confirm in 60 s")
+        msg_id = journal.publish([queue_id], message, token=window)
+        if i % STRAGGLER_EVERY:
+            acks.append(msg_id)
+        if len(acks) >= WINDOW:
+            journal.ack(queue_id, acks)
+            acks = []
+    journal.ack(queue_id, acks)
+    for _ in range(WINDOW):  # every confirm is in
+        window.acquire(timeout=60)
+    for _ in range(3):  # groups after the last acks: the writer compacts one segment per group
+        done = threading.Semaphore(0)
+        journal.barrier(done)
+        done.acquire(timeout=60)
+    size = sum(p.stat().st_size for p in (data_dir / "journal").glob("*.seg"))
+    store.close()
+    if listener.error is not None:
+        raise listener.error
+    return size
 
 
 def recovery_seconds(data_dir: Path, messages: int) -> float:
@@ -202,6 +246,21 @@ def run(quick: bool) -> list[Row]:
         rows.append(row(f"journal: persistent msgs fsync'd, {PRODUCERS} producers", "msg/s", rate))
         rows.append(row("journal: messages per fdatasync (group commit)", "msg", per_fsync))
         shutil.rmtree(Path(tmp) / "rate")
+        messages, segment_size = (200_000, 4 << 20) if quick else (1_000_000, 64 << 20)
+        sizes = []
+        for fraction in (COMPACT_LIVE_FRACTION, 0.0):
+            where = Path(tmp) / f"stragglers-{fraction}"
+            sizes.append(journal_bytes_with_stragglers(where, messages, segment_size, fraction))
+            shutil.rmtree(where)
+        rows.append(
+            row(
+                f"journal: disk after {messages:,} msgs, every {STRAGGLER_EVERY}th unacked",
+                "MiB",
+                sizes[0] / (1 << 20),
+                sizes[1] / (1 << 20),
+                "without compaction",
+            )
+        )
         count = 100_000 if quick else 1_000_000
         seconds = recovery_seconds(Path(tmp) / "recovery", count)
         rows.append(row(f"store: open + recover {count:,} persistent messages", "s", seconds))

@@ -58,13 +58,16 @@ class Journal:
         next_msg_id: int,
         listener: CommitListener,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
+        compact_live_fraction: float = COMPACT_LIVE_FRACTION,
     ) -> None:
+        """``compact_live_fraction`` 0 turns compaction off (benchmarks compare)."""
         self._directory = directory
         self._liveness = liveness
         self._next_id = next_msg_id
         self._next_id_written = next_msg_id  # writer thread only
         self._listener = listener
         self._segment_size = segment_size
+        self._compact_live_fraction = compact_live_fraction
         self._crash_point = os.environ.get(CRASH_IN_COMPACTION_ENV)
         # (record bytes, token, msg id (0: not a PUBLISH), acking queue id, queue or msg ids)
         self._pending: list[tuple[bytes, object, int, int, Sequence[int]]] = []
@@ -242,7 +245,7 @@ class Journal:
     def _compact_sparse_head(self) -> None:
         """Compact the oldest segment if few of its messages are live (one per group, after
         the group's confirms went out, to bound what a group waits for), then delete it."""
-        number = self._liveness.sparse_head(COMPACT_LIVE_FRACTION)
+        number = self._liveness.sparse_head(self._compact_live_fraction)
         if number is not None:
             self._compact(number)
             self._delete_dead_segments()

@@ -23,7 +23,7 @@ from pathlib import Path
 from . import records
 from .errors import StoreError, from_os_error
 from .files import write_atomically
-from .journal import DEFAULT_SEGMENT_SIZE, CommitListener, Journal
+from .journal import COMPACT_LIVE_FRACTION, DEFAULT_SEGMENT_SIZE, CommitListener, Journal
 from .recovery import RecoveredJournal, SegmentReader, recover
 from .spill import SpillFifo
 from .topology import Topology, load_topology, save_topology
@@ -86,7 +86,12 @@ class Store:
             raise
         return cls(data_dir, lock_fd, topology, recovered)
 
-    def start(self, listener: CommitListener, segment_size: int = DEFAULT_SEGMENT_SIZE) -> Journal:
+    def start(
+        self,
+        listener: CommitListener,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        compact_live_fraction: float = COMPACT_LIVE_FRACTION,
+    ) -> Journal:
         """Start the journal's writer thread; from now on messages can be journaled."""
         self.journal = Journal(
             self.data_dir / "journal",
@@ -94,6 +99,7 @@ class Store:
             self.recovered.next_msg_id,
             listener,
             segment_size,
+            compact_live_fraction,
         )
         return self.journal
 
