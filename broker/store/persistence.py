@@ -205,10 +205,17 @@ class DurableStore:
         return self.journal.publish([queue.queue_id], data, None, class_id)
 
     def message_removed(self, queue: Queue, message: Message) -> None:
+        # Only what was journaled for this queue: a transient basic message journaled for a
+        # quorum queue is not for a classic one; a 0-9 lane journals its own copy of each
+        # message (persistent or not: every file message is kept).
         if (
             message.msg_id
             and queue.queue_id
-            and (message.persistent or queue.persists_all_messages)
+            and (
+                message.persistent
+                or queue.persists_all_messages
+                or message.class_id != records.BASIC_CLASS
+            )
         ):
             self._acks[queue.queue_id].append(message.msg_id)
             if not self._acks_scheduled:
