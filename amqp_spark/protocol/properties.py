@@ -95,13 +95,19 @@ def _flag(index: int) -> tuple[int, int]:
 
 def _encode_statements(pdef: FieldDef, index: int) -> list[str]:
     word, bit = _flag(index)
-    value = f"self.{pdef.name}"
+    # From the instance dict ``d``: an absent property is not there, and reading it through
+    # the instance would fall through to the class attribute, the slow lookup.
+    value = f"d[{pdef.name!r}]"
     if pdef.type in codegen.STRUCT_CODES:
         code = codegen.STRUCT_CODES[pdef.type]
         expression = f"{code}.pack({f'ts({value})' if pdef.type == 'timestamp' else value})"
     else:
         expression = codegen.encode_expression(pdef.type, value)
-    return [f"if {value} is not None:", f"    w{word} |= {bit}", f"    parts.append({expression})"]
+    return [
+        f"if {pdef.name!r} in d and {value} is not None:",
+        f"    w{word} |= {bit}",
+        f"    parts.append({expression})",
+    ]
 
 
 def _decode_statements(pdef: FieldDef, index: int) -> list[str]:
@@ -148,11 +154,15 @@ def _compile(cdef: ClassDef) -> dict[str, Any]:
     tail = "    return head + b''.join(parts) if parts else head"
     encode = [
         "def encode_header(self, body_size):",
+        "    d = self.__dict__",
+        "    if not d:  # no property set: the common case of a consumer's deliveries",
+        "        return HEAD.pack(CLASS_ID, 0, body_size, 0)",
         *flags_and_parts,
         "    head = HEAD.pack(CLASS_ID, 0, body_size, w0)",
         *more_words,
         tail,
         "def encode_list(self):",
+        "    d = self.__dict__",
         *flags_and_parts,
         "    head = WORD.pack(w0)",
         *more_words,
