@@ -26,6 +26,7 @@ deliveries sleeps in slices rather than waking up for each one.
 from __future__ import annotations
 
 import bisect
+import gc
 import operator
 import threading
 import time
@@ -53,6 +54,19 @@ _WAIT_BOUND = 600.0
 _DRAIN_MAX = 65535
 
 _tag_of = operator.attrgetter("delivery_tag")
+
+
+def _spare_full_collections() -> None:
+    """Make Python's full garbage collections rarer in this process.
+
+    The runner holds up to ``prefetch`` deliveries per queue, each a few tracked objects
+    that live until their batch is acked; every full collection walks all of them. Measured
+    (1M rows, bundled broker, load 4.5-6): the runner spent about a quarter of its CPU in
+    the collector, 10.9-13.5 CPU-s per million rows with the default thresholds, 8.8-9.5 with
+    the third one at 1000 (9.3 with the collector off). Deliveries hold no cycles, so
+    nothing waits longer to be freed."""
+    gen0, gen1, _ = gc.get_threshold()
+    gc.set_threshold(gen0, gen1, 1000)
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,7 @@ class ClassicConsumers:
     """One connection consuming every queue of the query, with what has arrived unacked."""
 
     def __init__(self, options: SourceOptions) -> None:
+        _spare_full_collections()
         self._options = options
         self._lock = threading.RLock()  # SIGTERM's close() may interrupt any method
         self._conn: Connection | None = None
