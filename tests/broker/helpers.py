@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pika
+import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
 
@@ -46,3 +48,16 @@ def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:  # ty
             return True
         time.sleep(step)
     return predicate()
+
+
+def get_when_there(
+    channel: BlockingChannel, queue: str, timeout: float = 5.0
+) -> tuple[Any, Any, bytes]:
+    """basic.get (acked by the caller) until a message is there: a quorum queue on RabbitMQ
+    puts a returned message back asynchronously."""
+    for _ in range(int(timeout / 0.05)):
+        method, properties, body = channel.basic_get(queue)
+        if method is not None:
+            return method, properties, body
+        channel.connection.sleep(0.05)
+    pytest.fail(f"no message in {queue} within {timeout}s")

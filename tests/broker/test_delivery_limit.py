@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pika
-import pytest
 from pika.adapters.blocking_connection import BlockingChannel
+
+from .helpers import get_when_there
 
 LIMIT = 2
 
@@ -30,16 +31,6 @@ def _declare(connection: pika.BlockingConnection, channel: BlockingChannel, name
     return dlq
 
 
-def _get(channel: BlockingChannel, queue: str, timeout: float = 5.0) -> tuple[Any, Any, bytes]:
-    """basic.get until a message is there (a quorum queue returns a nack asynchronously)."""
-    for _ in range(int(timeout / 0.05)):
-        method, properties, body = channel.basic_get(queue)
-        if method is not None:
-            return method, properties, body
-        channel.connection.sleep(0.05)
-    pytest.fail(f"no message in {queue} within {timeout}s")
-
-
 def test_nacked_redeliveries_count_and_the_last_one_is_dead_lettered(
     connection: pika.BlockingConnection, channel: BlockingChannel, name: str
 ) -> None:
@@ -47,10 +38,10 @@ def test_nacked_redeliveries_count_and_the_last_one_is_dead_lettered(
     channel.basic_publish("", name, b"poison")
     seen = []
     for _ in range(LIMIT + 1):
-        method, properties, _ = _get(channel, name)
+        method, properties, _ = get_when_there(channel, name)
         seen.append((method.redelivered, (properties.headers or {}).get("x-delivery-count")))
         channel.basic_nack(method.delivery_tag, requeue=True)
-    method, properties, body = _get(channel, dlq)
+    method, properties, body = get_when_there(channel, dlq)
     channel.basic_ack(method.delivery_tag)
     assert seen == [(False, 0), (True, 1), (True, 2)]
     assert body == b"poison"

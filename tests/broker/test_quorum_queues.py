@@ -16,7 +16,7 @@ from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker, Nac
 
 from broker import Broker
 
-from .helpers import get_all
+from .helpers import get_all, get_when_there
 
 QUORUM = {"x-queue-type": "quorum"}
 
@@ -29,16 +29,6 @@ def _publish(channel: BlockingChannel, queue: str, *bodies: bytes) -> None:
     channel.confirm_delivery()
     for body in bodies:
         channel.basic_publish("", queue, body)
-
-
-def _get(channel: BlockingChannel, queue: str, timeout: float = 5.0) -> tuple[Any, Any, bytes]:
-    """basic.get until a message is there."""
-    for _ in range(int(timeout / 0.05)):
-        method, properties, body = channel.basic_get(queue)
-        if method is not None:
-            return method, properties, body
-        channel.connection.sleep(0.05)
-    pytest.fail(f"no message in {queue} within {timeout}s")
 
 
 def _refusal(channel: BlockingChannel, name: str, **kwargs: Any) -> tuple[int, str]:
@@ -251,7 +241,7 @@ def test_every_return_is_counted_in_x_delivery_count(
     _publish(channel, name, b"fetched")
     fetched = []
     for _ in range(2):
-        method, properties, _ = _get(channel, name)
+        method, properties, _ = get_when_there(channel, name)
         fetched.append((method.redelivered, properties.headers))
         channel.basic_nack(method.delivery_tag, requeue=True)
     assert fetched == [(False, {"x-delivery-count": 0}), (True, {"x-delivery-count": 1})]
@@ -264,10 +254,10 @@ def test_nack_requeues_to_the_back_and_a_closing_channel_returns_to_the_head(
     _declare(channel, name)
     _publish(channel, name, b"m1", b"m2", b"m3", b"m4")
     holder = connection.channel()
-    _get(holder, name)
-    second, _, _ = _get(holder, name)
+    get_when_there(holder, name)
+    second, _, _ = get_when_there(holder, name)
     holder.basic_nack(second.delivery_tag, multiple=True, requeue=True)
-    assert [_get(holder, name)[2] for _ in range(2)] == [b"m3", b"m4"]
+    assert [get_when_there(holder, name)[2] for _ in range(2)] == [b"m3", b"m4"]
     holder.close()  # m3 and m4 go back to the head
     for _ in range(100):
         if channel.queue_declare(name, passive=True).method.message_count == 4:
@@ -289,10 +279,10 @@ def test_a_message_returned_more_times_than_the_delivery_limit_is_dead_lettered(
     )
     _publish(channel, name, b"poison")
     for count in (0, 1):
-        method, properties, _ = _get(channel, name)
+        method, properties, _ = get_when_there(channel, name)
         assert properties.headers["x-delivery-count"] == count
         channel.basic_reject(method.delivery_tag, requeue=True)
-    method, properties, body = _get(channel, dlq)
+    method, properties, body = get_when_there(channel, dlq)
     death = properties.headers["x-death"][0]
     assert (body, death["reason"], death["queue"]) == (b"poison", "delivery_limit", name)
     assert channel.queue_declare(name, passive=True).method.message_count == 0
@@ -386,7 +376,7 @@ def test_reject_publish_dlx_drops_the_head_as_drop_head_does(
     channel.confirm_delivery()
     assert _confirmed(channel, name, b"1", b"2", b"3", b"4") == [True] * 4
     assert get_all(channel, name) == [b"3", b"4"]
-    _get(channel, dlq)
+    get_when_there(channel, dlq)
     channel.queue_delete(name)
     channel.queue_delete(dlq)
 
