@@ -146,7 +146,7 @@ SOURCE_OPTIONS: tuple[Option[Any], ...] = (
     Option("queue", parse_list, doc="comma-separated queue names"),
     Option("exchange", parse_str, doc="consume through a server-named queue bound to it"),
     Option("bindingKeys", parse_list, default=("#",), doc="binding keys of that queue"),
-    Option("queueType", choice_parser("classic", "stream"), default="classic"),
+    Option("queueType", choice_parser("classic", "quorum", "stream"), default="classic"),
     Option("prefetch", int_parser(1, PREFETCH_MAX), default=10000),
     Option("maxMessagesPerTrigger", int_parser(1)),
     Option("maxBytesPerTrigger", int_parser(1)),
@@ -205,12 +205,13 @@ class SourceOptions:
         if "bindingKeys" in given and p["exchange"] is None:
             raise OptionError("bindingKeys", ",".join(p["bindingKeys"]), "only with 'exchange'")
         is_stream = p["queueType"] == "stream"
-        if is_stream and p["exchange"] is not None:
+        if p["queueType"] != "classic" and p["exchange"] is not None:
             raise OptionError(
                 "exchange",
                 p["exchange"],
                 "only with queueType 'classic'",
-                "a stream query reads named stream queues: use 'queue'",
+                f"the queue made for 'exchange' is a server-named classic queue; a "
+                f"{p['queueType']} query reads named queues: use 'queue'",
             )
         for name in ("startingOffsets", "endingOffsets"):
             if name in given and not is_stream:
@@ -227,7 +228,8 @@ class SourceOptions:
             queues=tuple(p["queue"] or ()),
             exchange=p["exchange"],
             binding_keys=tuple(p["bindingKeys"]),
-            queue_type=p["queueType"],
+            # A quorum queue is consumed exactly as a classic one (acked at Spark's commit).
+            queue_type="stream" if is_stream else "classic",
             prefetch=p["prefetch"],
             max_messages_per_trigger=p["maxMessagesPerTrigger"],
             max_bytes_per_trigger=p["maxBytesPerTrigger"],

@@ -25,7 +25,8 @@ def parse(**options: str) -> SourceOptions:
         ({"queue": "q", "prefetch": "2000000"}, "prefetch", "<= 1048560"),
         ({"queue": "q", "maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger", ">= 1"),
         ({"queue": "q", "maxBytesPerTrigger": "-5"}, "maxBytesPerTrigger", ">= 1"),
-        ({"queue": "q", "queueType": "quorum"}, "queueType", "classic or stream"),
+        ({"queue": "q", "queueType": "lifo"}, "queueType", "classic or quorum or stream"),
+        ({"exchange": "x", "queueType": "quorum"}, "exchange", "queueType 'classic'"),
         ({"queue": "a,,b"}, "queue", "comma-separated"),
         ({}, "queue", "exactly one of 'queue'"),
         ({"queue": "q", "exchange": "x"}, "queue", "'exchange' is also set"),
@@ -99,6 +100,10 @@ def test_options_are_case_insensitive_and_defaults_apply() -> None:
     assert opts.queues == ("a", "b")
     assert opts.max_messages_per_trigger == 7
     assert (opts.queue_type, opts.prefetch, opts.ack_batch_reads) == ("classic", 10000, False)
+
+
+def test_quorum_queues_are_read_as_classic_ones() -> None:
+    assert parse(queue="orders", queueType="Quorum").queue_type == "classic"
 
 
 def test_exchange_defaults_to_binding_everything() -> None:

@@ -1,5 +1,6 @@
-"""A quorum queue read as a classic one (``queueType=classic``, the default): each message
-becomes one row and is acked once Spark committed it, on the bundled broker and RabbitMQ."""
+"""A quorum queue read with ``queueType=quorum`` (consumed exactly as a classic queue): each
+message becomes one row and is acked once Spark committed it, on the bundled broker and
+RabbitMQ."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def test_an_available_now_run_over_a_quorum_queue_reads_every_message_once_and_e
     messages = bodies(30)
     broker.publish(queue, messages)
 
-    rows, _ = queries.collect_available_now(classic_options(broker, queue, queueType="classic"))
+    rows, _ = queries.collect_available_now(classic_options(broker, queue, queueType="quorum"))
 
     assert sorted(r.body for r in rows) == messages
     assert {(r.queue, r.offset) for r in rows} == {(queue, None)}
