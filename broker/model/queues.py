@@ -14,7 +14,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 from amqp_spark.protocol import errors
 
@@ -253,13 +253,30 @@ def _invalid_arg(queue: str, vhost: str, name: str, why: str) -> errors.AMQPErro
     )
 
 
+def _is_integer(value: object) -> TypeGuard[int]:
+    """An AMQP integer (a boolean is not one, as for RabbitMQ)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _expected_integer(value: object) -> str:
+    return f'"expected integer, got {amqp_type_name(value)}"'
+
+
+def consumer_priority(queue: str, vhost: str, arguments: dict[str, Any] | None) -> int:
+    """basic.consume's ``x-priority`` (0 without one); anything but an integer is refused."""
+    value = (arguments or {}).get("x-priority", 0)
+    if not _is_integer(value):
+        raise _invalid_arg(queue, vhost, "x-priority", _expected_integer(value))
+    return value
+
+
 def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:
     """An integer argument at least ``minimum`` (0 or 1), refused with RabbitMQ's texts."""
     value = args.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        why = f'"expected integer, got {amqp_type_name(value)}"'
+    if not _is_integer(value):
+        why = _expected_integer(value)
     elif value < 0:
         why = f"{{value_negative,{value}}}"
     elif value < minimum:
@@ -267,6 +284,20 @@ def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: i
     else:
         return value
     raise _invalid_arg(queue, vhost, name, why)
+
+
+#: Quorum-queue and stream arguments a classic queue refuses after the values are checked
+#: (RabbitMQ 3.10.8). ``x-delivery-limit`` is not one here: any queue of ours takes it.
+_OTHER_TYPES_ARGS = frozenset(
+    {
+        "x-dead-letter-strategy",
+        "x-quorum-initial-group-size",
+        "x-queue-leader-locator",
+        "x-max-age",
+        "x-stream-max-segment-size-bytes",
+        "x-initial-cluster-size",
+    }
+)
 
 
 class QueueSettings:
@@ -297,6 +328,11 @@ class QueueSettings:
         if overflow not in OVERFLOW_MODES:
             raise _invalid_arg(queue, vhost, "x-overflow", "invalid_overflow")
         self.overflow: str = overflow
+        sac = args.get("x-single-active-consumer", False)
+        if not isinstance(sac, bool):
+            why = f"{{unacceptable_type,{amqp_type_name(sac)}}}"
+            raise _invalid_arg(queue, vhost, "x-single-active-consumer", why)
+        self.single_active_consumer = sac
         dlx = args.get("x-dead-letter-exchange")
         self.dead_letter_exchange: str | None = dlx if isinstance(dlx, str) else None
         dlk = args.get("x-dead-letter-routing-key")
@@ -305,7 +341,6 @@ class QueueSettings:
                 queue, vhost, "x-dead-letter-routing-key", "routing_key_but_no_dlx_defined"
             )
         self.dead_letter_routing_key: str | None = dlk if isinstance(dlk, str) else None
-        self.single_active_consumer = args.get("x-single-active-consumer") is True
         #: RabbitMQ's quorum-queue argument, here on any queue: how many times a message may
         #: come back unacknowledged before it is dead-lettered (reason ``delivery_limit``).
         self.delivery_limit = _int_arg(queue, vhost, args, "x-delivery-limit", 0)
@@ -372,7 +407,14 @@ class Queue:
     def _checked_settings(self) -> QueueSettings:
         """The declaration validated (a queue type may check more than the arguments), as
         the settings the queue runs with."""
-        return QueueSettings(self.name, self.vhost.name, self.arguments)
+        settings = QueueSettings(self.name, self.vhost.name, self.arguments)
+        for name in self.arguments:
+            if name in _OTHER_TYPES_ARGS:
+                raise errors.PreconditionFailed(
+                    f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{self.name}' in "
+                    f"vhost '{self.vhost.name}' of queue type {self.rabbit_type}"
+                )
+        return settings
 
     @property
     def exclusive(self) -> bool:
@@ -397,7 +439,7 @@ class Queue:
         if s.overflow in _DROPPING_MODES:
             ready = self.ready
             take = ready.popleft if s.overflow == "drop-head" else ready.pop_lowest
-            while ready and self._full(0):
+            while ready and self._full():
                 self._drop(take(), "maxlen")
         if self.consumers:
             self.dispatch()
@@ -431,9 +473,12 @@ class Queue:
     def flush(self) -> None:
         """Make buffered publishes visible (``buffers_publishes`` types only)."""
 
-    def _full(self, incoming: int) -> bool:
+    def _full(self, incoming: int | None = None) -> bool:
+        """Past ``x-max-length`` or ``x-max-length-bytes`` with the message of ``incoming``
+        body bytes added (None: with none added). An empty body still counts as a message."""
         s = self.settings
-        n = len(self.ready) + (1 if incoming else 0)
+        n = len(self.ready) + (0 if incoming is None else 1)
+        incoming = incoming or 0
         if s.max_length is not None and n > s.max_length:
             return True
         return s.max_length_bytes is not None and self.ready_bytes + incoming > s.max_length_bytes

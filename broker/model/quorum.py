@@ -136,14 +136,14 @@ class QuorumQueue(Queue):
         self._check_limit()
         return accepted
 
-    def _full(self, incoming: int) -> bool:
+    def _full(self, incoming: int | None = None) -> bool:
         if self.settings.overflow == "reject-publish":
             return self._rejecting
         return super()._full(incoming)
 
     def _check_limit(self) -> None:
         """Past its limits (more than them ready), a reject-publish queue refuses publishes."""
-        if self.settings.overflow == "reject-publish" and super()._full(0):
+        if self.settings.overflow == "reject-publish" and super()._full():
             self._rejecting = True
 
     def _take(self, entry: QueuedMessage) -> None:

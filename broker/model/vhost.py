@@ -230,12 +230,15 @@ class VirtualHost:
         if q is None:
             raise errors.NotFound(f"NOT_FOUND - no queue '{name}' {self._where()}")
         if q.owner is not None and q.owner is not owner:
-            raise errors.ResourceLocked(
-                f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '{name}' "
-                f"{self._where()}. It could be originally declared on another connection or the "
-                "exclusive property value does not match that of the original declaration."
-            )
+            raise self._locked(name)
         return q
+
+    def _locked(self, queue: str) -> errors.AMQPError:
+        return errors.ResourceLocked(
+            f"RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '{queue}' "
+            f"{self._where()}. It could be originally declared on another connection or the "
+            "exclusive property value does not match that of the original declaration."
+        )
 
     def declare_queue(
         self,
@@ -259,10 +262,12 @@ class VirtualHost:
             name = "amq.gen-" + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
         existing = self.queues.get(name)
         if existing is not None:
-            q = self.queue(name, owner)
-            self._check_equivalent(q, durable, exclusive, auto_delete, arguments)
-            q.touch()
-            return q
+            # RabbitMQ's strict check: the owner and the exclusive flag must both match.
+            if existing.owner is not (owner if exclusive else None):
+                raise self._locked(name)
+            self._check_equivalent(existing, durable, auto_delete, arguments)
+            existing.touch()
+            return existing
         if name.startswith("amq.") and not server_named:
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - queue name '{name}' contains reserved prefix 'amq.*'"
@@ -287,12 +292,11 @@ class VirtualHost:
         return q
 
     def _check_equivalent(
-        self, q: Queue, durable: bool, exclusive: bool, auto_delete: bool, arguments: dict[str, Any]
+        self, q: Queue, durable: bool, auto_delete: bool, arguments: dict[str, Any]
     ) -> None:
         what = f"for queue '{q.name}' {self._where()}"
         for arg, received, current in (
             ("durable", durable, q.durable),
-            ("exclusive", exclusive, q.exclusive),
             ("auto_delete", auto_delete, q.auto_delete),
         ):
             if received != current:

@@ -20,7 +20,7 @@ from amqp_spark.protocol.values import encode_shortstr
 
 from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration
-from ..model.queues import Consumer, Queue
+from ..model.queues import Consumer, Queue, consumer_priority
 from . import spec09
 
 if TYPE_CHECKING:
@@ -263,14 +263,14 @@ class ServerChannel:
         if tag in self.consumers:
             raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
         arguments = getattr(m, "arguments", None)  # 0-8's basic.consume has none
-        priority = (arguments or {}).get("x-priority", 0)
+        priority = consumer_priority(q.name, q.vhost.name, arguments)
         consumer = Consumer(
             tag,
             q,
             self,
             no_ack=m.no_ack,
             exclusive=m.exclusive,
-            priority=priority if isinstance(priority, int) else 0,
+            priority=priority,
             prefetch=self.prefetch,
         )
         q.add_consumer(consumer, arguments)

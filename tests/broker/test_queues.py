@@ -51,6 +51,24 @@ def test_exclusive_queue_is_locked_for_other_connections(
         other.close()
 
 
+_LOCKED = (
+    "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '{}' in vhost '/'. It "
+    "could be originally declared on another connection or the exclusive property value does "
+    "not match that of the original declaration."
+)
+
+
+@pytest.mark.parametrize("exclusive_first", [False, True], ids=["to-exclusive", "to-shared"])
+def test_redeclaring_a_queue_with_the_other_exclusive_flag_is_locked(
+    channel: BlockingChannel, name: str, exclusive_first: bool
+) -> None:
+    """405 (not 406 inequivalent arg), and before the other properties are compared."""
+    channel.queue_declare(name, auto_delete=True, exclusive=exclusive_first)
+    with pytest.raises(ChannelClosedByBroker) as e:
+        channel.queue_declare(name, durable=True, exclusive=not exclusive_first)
+    assert (e.value.reply_code, e.value.reply_text) == (405, _LOCKED.format(name))
+
+
 def test_exclusive_queue_goes_with_its_connection(
     broker_url: str, channel: BlockingChannel
 ) -> None:
@@ -163,6 +181,20 @@ def test_reject_publish_overflow_nacks_the_publish(channel: BlockingChannel, nam
     with pytest.raises(NackError):
         channel.basic_publish("", name, b"second")
     assert get_all(channel, name) == [b"first"]
+
+
+def test_reject_publish_counts_a_message_with_an_empty_body(
+    channel: BlockingChannel, name: str
+) -> None:
+    channel.queue_declare(
+        name, auto_delete=True, arguments={"x-max-length": 2, "x-overflow": "reject-publish"}
+    )
+    channel.confirm_delivery()
+    channel.basic_publish("", name, b"")
+    channel.basic_publish("", name, b"")
+    with pytest.raises(NackError):
+        channel.basic_publish("", name, b"")
+    assert get_all(channel, name) == [b"", b""]
 
 
 def test_max_length_dead_letters_with_maxlen_reason(channel: BlockingChannel, name: str) -> None:

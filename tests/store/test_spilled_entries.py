@@ -1,6 +1,6 @@
 """Spilled queue entries come back as they went: basic messages with their journal id, flags,
-expiry and BCC keys, and messages of the 0-9 classes of their class (rule message:04 needs
-the message class), with their priority and properties."""
+delivery count, expiry and BCC keys, and messages of the 0-9 classes of their class (rule
+message:04 needs the message class), with their priority and properties."""
 
 from __future__ import annotations
 
@@ -27,14 +27,18 @@ def _round_trip(tmp_path: Path, entry: QueuedMessage) -> QueuedMessage:
         spilled.close()
 
 
-def test_a_basic_entry_keeps_its_journal_id_flags_expiry_and_bcc_keys(tmp_path: Path) -> None:
+def test_a_basic_entry_keeps_its_journal_id_flags_delivery_count_expiry_and_bcc_keys(
+    tmp_path: Path,
+) -> None:
     properties = SPEC_0_9_1.properties("basic")(priority=3, headers={"CC": ["c"]})
     message = Message("ex", "key", properties, b"body", blind_keys=("b1", "b2"))
     message.msg_id = 42
     entry = QueuedMessage(message, 1234.5)
     entry.redelivered = True
+    entry.delivery_count = 7
     back = _round_trip(tmp_path, entry)
     assert (back.expires_at, back.redelivered, back.size) == (1234.5, True, 4)
+    assert back.delivery_count == 7
     got = back.message
     assert (got.class_id, got.msg_id, got.blind_keys) == (60, 42, ("b1", "b2"))
     assert (got.exchange, got.routing_key, got.body, got.priority) == ("ex", "key", b"body", 3)
