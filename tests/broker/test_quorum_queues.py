@@ -15,6 +15,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker, NackError
 
 from broker import Broker
+from broker.model.queues import ReadyMessages
 
 from .helpers import get_all, get_when_there
 
@@ -470,3 +471,26 @@ def test_transient_messages_of_a_quorum_queue_survive_a_restart(tmp_path: Path) 
             kept.append((body, properties.delivery_mode))
         assert kept == [(b"transient", 1), (b"persistent", 2)]
         assert get_all(channel, "cq") == [b"persistent"]
+
+
+def test_a_returned_message_spilled_to_disk_keeps_its_delivery_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bundled broker only (RabbitMQ's spilling threshold cannot be lowered from here): the
+    return goes to the back of a queue past its in-memory threshold, so to disk."""
+    monkeypatch.setattr(ReadyMessages, "SPILL_AFTER_MESSAGES", 2)
+    with (
+        Broker() as broker,
+        pika.BlockingConnection(pika.URLParameters(broker.url)) as connection,
+    ):
+        channel = connection.channel()
+        _declare(channel, "qq")
+        _publish(channel, "qq", b"m0", b"m1", b"m2")
+        method, _, _ = channel.basic_get("qq", auto_ack=False)
+        assert method is not None
+        channel.basic_reject(method.delivery_tag, requeue=True)
+        channel.queue_declare("qq", passive=True)  # a round trip: the reject is done
+        server = broker._server
+        assert server is not None
+        assert server.vhosts["/"].queues["qq"].ready.spilled == 2  # m2, then m0
+        assert _counts(channel, "qq") == [(b"m1", 0), (b"m2", 0), (b"m0", 1)]
