@@ -391,6 +391,14 @@ class Connection:
                     return True
         if not data:
             if self._closing:
+                if not self._close_ok.is_set():
+                    # Rule connection.close-ok:reporting: a peer that sees the socket close
+                    # without the close-ok handshake logs it.
+                    log.warning(
+                        "%s closed the socket before connection.close-ok",
+                        self.params.redacted_url(),
+                    )
+                self._close_ok.set()  # nothing more can come: close() need not wait
                 self._fail(ConnectionClosed(200, "closed by the client"))
             else:
                 self._fail(ConnectionClosed(0, "connection lost: the server closed the socket"))
@@ -503,7 +511,12 @@ class Connection:
             close = self.spec.method("connection.close")(reply_code=200, reply_text="Goodbye")
             try:
                 self._send_method(0, close)
-                self._close_ok.wait(timeout)
+                if not self._close_ok.wait(timeout):
+                    log.warning(
+                        "no connection.close-ok from %s within %s s: dropping the socket",
+                        self.params.redacted_url(),
+                        timeout,
+                    )
             except ClientError:
                 pass
             self._fail(ConnectionClosed(200, "closed by the client"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -82,10 +83,12 @@ def test_amqps_to_a_plain_listener_fails_the_tls_handshake(broker_url: str) -> N
 
 
 class SilentServer:
-    """An AMQP server that completes the handshake, then never sends another byte."""
+    """An AMQP server that completes the handshake, then never sends another byte (with
+    ``hang_up_on_close``: it closes the socket on connection.close instead of answering)."""
 
-    def __init__(self, heartbeat: int) -> None:
+    def __init__(self, heartbeat: int, hang_up_on_close: bool = False) -> None:
         self.heartbeat = heartbeat
+        self.hang_up_on_close = hang_up_on_close
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(10)
         self.port = self.listener.getsockname()[1]
@@ -120,6 +123,13 @@ class SilentServer:
                     conn.sendall(proto.send_method(0, start))
                 elif isinstance(event, MethodReceived) and event.method.NAME in replies:
                     conn.sendall(proto.send_method(0, replies[event.method.NAME]))
+                elif (
+                    self.hang_up_on_close
+                    and isinstance(event, MethodReceived)
+                    and event.method.NAME == "connection.close"
+                ):
+                    conn.close()
+                    return
 
     def close(self) -> None:
         if self.conn is not None:
@@ -162,5 +172,37 @@ def test_dropped_socket_wakes_a_waiting_caller_with_connection_closed() -> None:
                 c.channel()  # channel.open is never answered
             assert time.monotonic() - began < 5
             assert not c.is_open
+    finally:
+        server.close()
+
+
+@pytest.mark.spec_rule("connection.close-ok:reporting")
+def test_a_socket_closed_before_close_ok_is_logged_and_close_stops_waiting(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = SilentServer(heartbeat=0, hang_up_on_close=True)
+    try:
+        c = connect(f"amqp://guest:guest@127.0.0.1:{server.port}/")
+        began = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger="amqp_spark.client.connection"):
+            c.close(timeout=60)
+        # Not a speed check: close() waiting out its whole timeout is the failure.
+        assert time.monotonic() - began < 60
+        assert not c.is_open
+        assert any("before connection.close-ok" in r.getMessage() for r in caplog.records)
+    finally:
+        server.close()
+
+
+def test_a_server_that_never_answers_close_is_logged_after_the_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = SilentServer(heartbeat=0)
+    try:
+        c = connect(f"amqp://guest:guest@127.0.0.1:{server.port}/")
+        with caplog.at_level(logging.WARNING, logger="amqp_spark.client.connection"):
+            c.close(timeout=0.2)
+        assert not c.is_open
+        assert any("no connection.close-ok" in r.getMessage() for r in caplog.records)
     finally:
         server.close()
