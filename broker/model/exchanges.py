@@ -15,12 +15,12 @@ keys aside (``Message.blind_keys``), since dead-lettering routes by them again.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from amqp_spark.protocol import errors
+
+from .field_types import amqp_type_name
 
 Destination = Hashable
 #: Bindings are identified by destination, key and arguments (arguments as a hashable key).
@@ -53,7 +53,7 @@ def check_sender_selected(headers: Mapping[str, Any]) -> None:
         if name in headers and not isinstance(headers[name], list):
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - invalid message: {unacceptable_type_in_header,"
-                f'"{name}",{_field_type_name(headers[name])}}}'
+                f'"{name}",{amqp_type_name(headers[name])}}}'
             )
 
 
@@ -67,29 +67,6 @@ def without_bcc(properties: Any) -> tuple[Any, tuple[str, ...]]:
     kept = {k: v for k, v in headers.items() if k != BLIND_COPY_HEADER}
     stripped = type(properties)(**{**properties.present(), "headers": kept})
     return stripped, header_keys(headers, BLIND_COPY_HEADER)
-
-
-def _field_type_name(value: Any) -> str:
-    """The name RabbitMQ gives a field-table value's type. Decoding keeps no integer width:
-    an int is named as clients encode it (signedint when it fits 32 bits)."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(1 << 31) <= value < 1 << 31 else "long"
-    for kind, name in _FIELD_TYPE_NAMES:
-        if isinstance(value, kind):
-            return name
-    return "void"
-
-
-_FIELD_TYPE_NAMES: tuple[tuple[type, str], ...] = (
-    (str, "longstr"),
-    (bytes, "binary"),
-    (float, "double"),
-    (decimal.Decimal, "decimal"),
-    (datetime.datetime, "timestamp"),
-    (dict, "table"),
-)
 
 
 def arguments_key(arguments: Mapping[str, Any] | None) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 from amqp_spark.protocol import errors
 
 from .clock import TimerHandle
+from .field_types import amqp_type_name
 from .message import Message, QueuedMessage, with_headers
 
 if TYPE_CHECKING:
@@ -234,17 +235,6 @@ class ReadyMessages:
             if spill is not None:
                 spill.close()
         self._spills = [None] * len(self._levels)
-
-
-def amqp_type_name(value: Any) -> str:
-    """The field-table type RabbitMQ names in its reply texts."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "signedint" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, str):
-        return "longstr"
-    return type(value).__name__
 
 
 def _invalid_arg(queue: str, vhost: str, name: str, why: str) -> errors.AMQPError:

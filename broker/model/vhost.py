@@ -23,11 +23,12 @@ from .exchanges import (
     Exchange,
     header_keys,
 )
+from .field_types import amqp_type_name
 from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
 from .queue_types import queue_factory
-from .queues import Queue, amqp_type_name
+from .queues import Queue
 
 #: The exchanges every virtual host has (besides the default exchange "").
 STANDARD_EXCHANGES = {

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from amqp_spark.protocol import errors
 
+from ..model.field_types import amqp_type_name
 from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue
-from ..model.vhost import amqp_type_name
 from ..store.message_codec import encode_message
 from .delivery import OFFSET_HEADER, StreamDelivery, chunk_deliveries
 from .log import SegmentedLog, now_ms
