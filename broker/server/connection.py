@@ -257,16 +257,17 @@ class AMQPConnection(asyncio.Protocol):
     ) -> None:
         # Per delivery: attribute reads only, _cancellable called for multi-frame bodies alone.
         body_size = len(message.body)
-        if self._pump.holding or (
-            body_size > self.proto.frame_max - FRAME_OVERHEAD and self._cancellable(body_size)
-        ):
+        cancellable = body_size > self.proto.frame_max - FRAME_OVERHEAD and self._cancellable(
+            body_size
+        )
+        if self._pump.holding or cancellable:
             parts: list[bytes] = []
             wire.deliver_frames(
                 parts, channel, consumer_tag, delivery_tag, redelivered, message,
                 self.proto.frame_max,
             )  # fmt: skip
             data = b"".join(parts)
-            if self._cancellable(body_size):
+            if cancellable:
                 self._hold_content(data, channel, delivery_tag, body_size)
             else:
                 self.write(data)
