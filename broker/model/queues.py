@@ -260,7 +260,7 @@ def consumer_priority(queue: str, vhost: str, arguments: dict[str, Any] | None) 
     return value
 
 
-def _int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:
+def int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: int) -> int | None:
     """An integer argument at least ``minimum`` (0 or 1), refused with RabbitMQ's texts."""
     value = args.get(name)
     if value is None:
@@ -307,11 +307,11 @@ class QueueSettings:
     )
 
     def __init__(self, queue: str, vhost: str, args: dict[str, Any]) -> None:
-        self.message_ttl = _int_arg(queue, vhost, args, "x-message-ttl", 0)
-        self.expires = _int_arg(queue, vhost, args, "x-expires", 1)
-        self.max_length = _int_arg(queue, vhost, args, "x-max-length", 0)
-        self.max_length_bytes = _int_arg(queue, vhost, args, "x-max-length-bytes", 0)
-        self.max_priority = _int_arg(queue, vhost, args, "x-max-priority", 0)
+        self.message_ttl = int_arg(queue, vhost, args, "x-message-ttl", 0)
+        self.expires = int_arg(queue, vhost, args, "x-expires", 1)
+        self.max_length = int_arg(queue, vhost, args, "x-max-length", 0)
+        self.max_length_bytes = int_arg(queue, vhost, args, "x-max-length-bytes", 0)
+        self.max_priority = int_arg(queue, vhost, args, "x-max-priority", 0)
         if self.max_priority is not None:
             self.max_priority = min(self.max_priority, _MAX_PRIORITY_LIMIT)
         overflow = args.get("x-overflow", "drop-head")
@@ -333,7 +333,7 @@ class QueueSettings:
         self.dead_letter_routing_key: str | None = dlk if isinstance(dlk, str) else None
         #: RabbitMQ's quorum-queue argument, here on any queue: how many times a message may
         #: come back unacknowledged before it is dead-lettered (reason ``delivery_limit``).
-        self.delivery_limit = _int_arg(queue, vhost, args, "x-delivery-limit", 0)
+        self.delivery_limit = int_arg(queue, vhost, args, "x-delivery-limit", 0)
 
 
 class Queue:

@@ -26,7 +26,7 @@ from amqp_spark.protocol import errors
 from amqp_spark.protocol.values import Long
 
 from .message import Message, QueuedMessage, with_headers
-from .queues import Consumer, Queue, QueueSettings, _int_arg
+from .queues import Consumer, Queue, QueueSettings, int_arg
 
 #: Known queue arguments a quorum queue refuses (classic-only and stream arguments).
 _REFUSED_ARGS = frozenset(
@@ -112,9 +112,9 @@ class QuorumQueue(Queue):
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid arg '{name}' {where}: {term}"
                 )
-        _int_arg(self.name, self.vhost.name, args, "x-quorum-initial-group-size", 1)
+        int_arg(self.name, self.vhost.name, args, "x-quorum-initial-group-size", 1)
         for name in ("x-max-in-memory-length", "x-max-in-memory-bytes"):
-            _int_arg(self.name, self.vhost.name, args, name, 0)
+            int_arg(self.name, self.vhost.name, args, name, 0)
         for refused, prop in (
             (self.auto_delete, "auto-delete"),
             (self.owner is not None, "exclusive-owner"),
