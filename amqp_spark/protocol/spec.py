@@ -94,6 +94,9 @@ class Spec:
     constants: dict[str, tuple[int, str | None]]  #: name -> (value, "soft-error"/"hard-error")
     domains: dict[str, str]  #: domain -> primitive type
     classes: dict[str, ClassDef]
+    #: Other headers that clients send for this version (``protocol_header`` is the one the
+    #: spec states and servers offer).
+    header_aliases: tuple[bytes, ...] = ()
     _methods: dict[str, type[Method]] = field(default_factory=dict, repr=False)
     _methods_by_id: dict[tuple[int, int], type[Method]] = field(default_factory=dict, repr=False)
     _properties: dict[str, type[Properties]] = field(default_factory=dict, repr=False)
@@ -161,9 +164,13 @@ def parse_spec(xml_text: bytes) -> Spec:
     root = ET.fromstring(xml_text)
     major, minor = int(root.get("major", "0")), int(root.get("minor", "0"))
     revision = int(root.get("revision", "0"))
+    aliases: tuple[bytes, ...] = ()
     if (major, minor) == (8, 0):
-        # 0-8's XML says major=8 minor=0; its header is "AMQP" 1 1 8 0.
+        # 0-8's XML says major=8 minor=0; its header is "AMQP" 1 1 8 0. py-amqplib
+        # (amqplib/client_0_8/transport.py) and other pre-standard 0-8 clients send
+        # "AMQP" 1 1 9 1, which RabbitMQ takes for 0-8 too.
         version, header = (0, 8, 0), b"AMQP\x01\x01\x08\x00"
+        aliases = (b"AMQP\x01\x01\x09\x01",)
     elif revision:
         version, header = (major, minor, revision), b"AMQP\x00" + bytes([major, minor, revision])
     else:
@@ -185,6 +192,7 @@ def parse_spec(xml_text: bytes) -> Spec:
     return Spec(
         version=version,
         protocol_header=header,
+        header_aliases=aliases,
         constants=constants,
         domains=domains,
         classes=classes,
