@@ -17,7 +17,9 @@ HEADERS = [
 ]
 
 
-@pytest.mark.parametrize(("spec", "header"), HEADERS, ids=[repr(h[4:]) for _, h in HEADERS])
+@pytest.mark.parametrize(
+    ("spec", "header"), HEADERS, ids=["-".join(map(str, h[4:])) for _, h in HEADERS]
+)
 def test_a_header_the_protocol_layer_knows_opens_its_version(
     broker_url: str, spec: Spec, header: bytes
 ) -> None:
