@@ -83,6 +83,12 @@ class Persistence(Protocol):
         refused on arrival); called exactly once per queue the message was routed to."""
         ...
 
+    def messages_delivered(self, queue: Queue, msg_ids: list[int]) -> None:
+        """``queue`` (a durable one) handed these journaled messages to consumers or to
+        basic.get, unacknowledged, and their frames have not left yet: a store records it
+        before returning, so that after a restart they come back redelivered."""
+        ...
+
     def sync(self) -> None:
         """Return once everything recorded so far is on disk (tx.commit)."""
         ...
@@ -128,6 +134,9 @@ class InMemory:
         return 0
 
     def message_removed(self, queue: Queue, message: Message) -> None:
+        pass
+
+    def messages_delivered(self, queue: Queue, msg_ids: list[int]) -> None:
         pass
 
     def sync(self) -> None:

@@ -414,6 +414,12 @@ class Queue:
     def message_count(self) -> int:
         return len(self.ready)
 
+    @property
+    def counts_deliveries(self) -> bool:
+        """True when deliveries show ``x-delivery-count`` (a store then keeps each message's
+        count across restarts; a classic queue records only how far it delivered)."""
+        return self.settings.delivery_limit is not None
+
     # -- publishing ---------------------------------------------------------------------------
 
     def publish(self, message: Message) -> bool:
@@ -438,20 +444,35 @@ class Queue:
         return True
 
     def _append(
-        self, message: Message, ttl: int | None, redelivered: bool = False, age: float = 0.0
+        self,
+        message: Message,
+        ttl: int | None,
+        redelivered: bool = False,
+        age: float = 0.0,
+        delivery_count: int = 0,
     ) -> None:
         entry = QueuedMessage(
             message, None if ttl is None else self.vhost.clock.time() + ttl / 1000 - age
         )
         entry.redelivered = redelivered
+        entry.delivery_count = delivery_count
         self._add_ready_bytes(entry.size)
         self.ready.append(entry)
 
-    def restore(self, message: Message, age: float = 0.0) -> None:
-        """Put back a message the store recovered at startup (it was possibly delivered
-        before the restart, so it is marked redelivered). ``age``: seconds since it was
+    def restore(
+        self,
+        message: Message,
+        age: float = 0.0,
+        *,
+        redelivered: bool = True,
+        delivery_count: int = 0,
+    ) -> None:
+        """Put back a message the store recovered at startup: ``redelivered`` if it may have
+        been delivered before the restart; ``delivery_count``, the times it was delivered,
+        is its ``x-delivery-count`` on a queue that counts deliveries (the restart returned
+        the last one, as a RabbitMQ quorum queue counts it). ``age``: seconds since it was
         published; its TTL counts from then, as RabbitMQ's does across restarts."""
-        self._append(message, self._ttl(message), redelivered=True, age=age)
+        self._append(message, self._ttl(message), redelivered, age, delivery_count)
 
     def _ttl(self, message: Message) -> int | None:
         """The message's TTL in ms: the lower of its expiration and the queue's x-message-ttl."""
@@ -583,9 +604,12 @@ class Queue:
             self._dispatching = False
 
     def _deliver(self) -> None:
-        """Ready messages to the consumers that can take them, round robin."""
+        """Ready messages to the consumers that can take them, round robin. The journaled
+        ones left unacknowledged are recorded as delivered once the loop is done: their
+        frames leave later in this event-loop turn."""
         ready = self.ready
         now = self.vhost.clock.time()
+        journaled: list[int] | None = [] if self.queue_id else None
         while ready:
             consumer = self._next_consumer()
             if consumer is None:
@@ -600,7 +624,11 @@ class Queue:
                 self._forget(entry)
             else:
                 self.unacked += 1
+                if journaled is not None and entry.message.msg_id:
+                    journaled.append(entry.message.msg_id)
             consumer.sink.deliver(consumer, self, entry)
+        if journaled:
+            self.vhost.store.messages_delivered(self, journaled)
 
     def as_delivered(self, entry: QueuedMessage, *, fetched: bool = False) -> Message:
         """``entry``'s message as a delivery (or, ``fetched``, a basic.get-ok) shows it.
@@ -619,6 +647,8 @@ class Queue:
         entry = self.ready.popleft()
         self._take(entry)
         self.unacked += 1
+        if self.queue_id and entry.message.msg_id:
+            self.vhost.store.messages_delivered(self, [entry.message.msg_id])
         return entry
 
     # -- settlement ---------------------------------------------------------------------------

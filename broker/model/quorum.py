@@ -85,6 +85,11 @@ class QuorumQueue(Queue):
     _rejecting = False
 
     @property
+    def counts_deliveries(self) -> bool:
+        """Every return counts, with or without ``x-delivery-limit``."""
+        return True
+
+    @property
     def _where(self) -> str:
         return f"queue '{self.name}' in vhost '{self.vhost.name}'"
 

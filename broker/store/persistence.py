@@ -111,6 +111,7 @@ class DurableStore:
             )
         count = 0
         now_ms = time.time_ns() // 1_000_000
+        deliveries = self.store.deliveries
         for (vhost, name), d in list(t.queues.items()):
             q = vhosts[vhost].declare_queue(
                 name, owner=None, durable=True, auto_delete=d.auto_delete, arguments=d.arguments
@@ -123,7 +124,12 @@ class DurableStore:
                     message.blind_keys = journaled.blind_keys
                     # The TTL counts from the publish (wall clock), as RabbitMQ's does.
                     age_ms = now_ms - journaled.published_ms if journaled.published_ms else 0
-                    q.restore(message, max(0, age_ms) / 1000)
+                    q.restore(
+                        message,
+                        max(0, age_ms) / 1000,
+                        redelivered=deliveries.may_have_delivered(d.queue_id, msg_id),
+                        delivery_count=deliveries.delivery_count(d.queue_id, msg_id),
+                    )
                 else:
                     _restorer(self.store.data_dir, journaled.class_id)(q, msg_id, journaled.message)
                 count += 1
@@ -221,6 +227,17 @@ class DurableStore:
             if not self._acks_scheduled:
                 self._acks_scheduled = True
                 self.loop.call_soon(self._flush_acks)
+            if queue.counts_deliveries and self.store.delivery_log is not None:
+                self.store.delivery_log.forget(queue.queue_id, message.msg_id)
+
+    def messages_delivered(self, queue: Queue, msg_ids: list[int]) -> None:
+        log = self.store.delivery_log
+        if log is None:
+            return
+        if queue.counts_deliveries:
+            log.delivered(queue.queue_id, msg_ids)
+        else:  # delivered in id order: one mark covers them all (and any before them)
+            log.mark(queue.queue_id, max(msg_ids))
 
     def _flush_acks(self) -> None:
         self._acks_scheduled = False

@@ -18,7 +18,8 @@ then records, each::
       MOVED    as PUBLISH: a live message compaction copied out of an older segment, with
                its original id and publish time and the queues that still held it
 
-Version 2 segments have no ``published_ms``, ``nkeys`` nor keys in PUBLISH, and no MOVED;
+Version 4 segments are laid out as version 3 ones (format 4 added the data directory's
+delivery log, ``deliveries.py``). Version 2 segments have no ``published_ms``, ``nkeys`` nor keys in PUBLISH, and no MOVED;
 version 1 segments have no ``class_id`` either (their messages are all basic ones).
 
 See docs/storage-format.md for the rules that go with it.
@@ -31,7 +32,7 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 SEGMENT_MAGIC = b"ASPKJRNL"
 
 SEGMENT_HEADER = struct.Struct("<8sII")

@@ -3,10 +3,11 @@ the journal, the topology file and spill space while it runs.
 
 Layout (see docs/storage-format.md)::
 
-    <data dir>/amqp-spark-data.json   format marker: {"format": ..., "version": 3}
+    <data dir>/amqp-spark-data.json   format marker: {"format": ..., "version": 4}
     <data dir>/lock                   flock'd by the broker that uses the directory
     <data dir>/topology.json          durable definitions
     <data dir>/journal/NNNNNNNNNN.seg message journal segments
+    <data dir>/deliveries             what queues may have delivered (deliveries.py)
     <data dir>/spill/                 queues larger than memory (emptied at open)
 """
 
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from . import records
+from .deliveries import Deliveries, DeliveryLog, read_deliveries
 from .errors import StoreError, from_os_error
 from .files import write_atomically
 from .journal import COMPACT_LIVE_FRACTION, DEFAULT_SEGMENT_SIZE, CommitListener, Journal
@@ -46,12 +48,20 @@ class Store:
     anything that would make the broker lose data, before anything is served."""
 
     def __init__(
-        self, data_dir: Path, lock_fd: int, topology: Topology, recovered: RecoveredJournal
+        self,
+        data_dir: Path,
+        lock_fd: int,
+        topology: Topology,
+        recovered: RecoveredJournal,
+        deliveries: Deliveries,
     ) -> None:
         self.data_dir = data_dir
         self.topology = topology
         self.recovered = recovered
+        #: what the recovered messages' queues may have delivered before the restart
+        self.deliveries = deliveries
         self.journal: Journal | None = None
+        self.delivery_log: DeliveryLog | None = None
         self._lock_fd = lock_fd
 
     @classmethod
@@ -81,10 +91,13 @@ class Store:
             topology = load_topology(data_dir / "topology.json")
             known = [q.queue_id for q in topology.queues.values()]
             recovered = recover(journal_dir, known)
+            deliveries = read_deliveries(data_dir)
+            if not deliveries.trusted:
+                deliveries.distrust(recovered.queues)
         except BaseException:
             os.close(lock_fd)
             raise
-        return cls(data_dir, lock_fd, topology, recovered)
+        return cls(data_dir, lock_fd, topology, recovered, deliveries)
 
     def start(
         self,
@@ -92,7 +105,10 @@ class Store:
         segment_size: int = DEFAULT_SEGMENT_SIZE,
         compact_live_fraction: float = COMPACT_LIVE_FRACTION,
     ) -> Journal:
-        """Start the journal's writer thread; from now on messages can be journaled."""
+        """Start the journal's writer thread and the delivery log; from now on messages can be
+        journaled and deliveries recorded."""
+        known = [q.queue_id for q in self.topology.queues.values()]
+        self.delivery_log = DeliveryLog(self.data_dir, self.deliveries, known)
         self.journal = Journal(
             self.data_dir / "journal",
             self.recovered.liveness,
@@ -110,8 +126,7 @@ class Store:
     def recovered_messages(self, queue_id: int) -> Iterator[tuple[int, int, bytes]]:
         """The unacknowledged messages of a durable queue, in order, as (message id, content
         class id, message bytes); basic ones (``records.BASIC_CLASS``) decode with
-        ``decode_message``. They were (possibly) delivered before, so deliver them with
-        redelivered set."""
+        ``decode_message``. ``deliveries`` says which may have been delivered before."""
         for msg_id, journaled in self.recovered_journal_entries(queue_id):
             yield msg_id, journaled.class_id, journaled.message
 
@@ -134,6 +149,9 @@ class Store:
         if self.journal is not None:
             self.journal.close()
             self.journal = None
+        if self.delivery_log is not None:
+            self.delivery_log.close()
+            self.delivery_log = None
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
