@@ -35,7 +35,7 @@ from typing import cast
 import pika
 
 from amqp_spark.protocol import SPEC_0_9_1
-from benchmarks.bench_broker import Client, M
+from benchmarks.bench_broker import Client, M, _timed
 from benchmarks.common import Row, row
 from broker.store import Store, StoreError
 from broker.store.journal import COMPACT_LIVE_FRACTION
@@ -168,6 +168,24 @@ def publish_persistent_rate(host: str, port: int, messages: int) -> float:
     return rate
 
 
+def consume_persistent_rate(host: str, port: int, messages: int) -> float:
+    """msgs/s of consuming (and acking, bench_broker's client) a backlog of ``messages``
+    persistent 100-byte messages from one durable queue: every delivery is recorded in the
+    data directory's delivery log (``broker/store/deliveries.py``) before it goes out."""
+    client = Client(host, port)
+    try:
+        client.call(M("queue.declare")(queue=QUEUE, durable=True), "queue.declare-ok")
+        client.call(M("queue.purge")(queue=QUEUE), "queue.purge-ok")
+        client.call(M("confirm.select")(), "confirm.select-ok")
+        client.props = PERSISTENT
+        client.publish([QUEUE], messages, confirm=True)
+        rate = _timed(lambda: Client(host, port).consume([QUEUE], messages), messages)
+        client.call(M("queue.delete")(queue=QUEUE), "queue.delete-ok")
+    finally:
+        client.close()
+    return rate
+
+
 def broker_recovery_seconds(data_dir: Path, messages: int) -> float:
     """Seconds from starting ``python -m broker`` on a journal of ``messages`` persistent
     messages (a tenth of them acked) until a client sees them all in their queue."""
@@ -210,10 +228,12 @@ def broker_rows(quick: bool, tmp: Path) -> list[Row]:
     messages = 20_000 if quick else 100_000
     with BrokerProcess(tmp / "broker", "--log-level", "WARNING") as broker:
         ours = publish_persistent_rate("127.0.0.1", broker.port, messages)
-    reference = None
+        consumed = consume_persistent_rate("127.0.0.1", broker.port, messages)
+    reference = consumed_reference = None
     with contextlib.suppress(RabbitMQUnavailable), rabbitmq() as url:
         params = pika.URLParameters(url)
         reference = publish_persistent_rate(params.host, params.port, messages)
+        consumed_reference = consume_persistent_rate(params.host, params.port, messages)
     count = 100_000 if quick else 1_000_000
     long_queue = 1_000_000 if quick else 10_000_000
     peak_mib, seconds = peak_rss_with_a_long_queue(tmp / "long-queue", long_queue)
@@ -224,6 +244,13 @@ def broker_rows(quick: bool, tmp: Path) -> list[Row]:
             ours,
             reference,
             "RabbitMQ" if reference else "",
+        ),
+        row(
+            "broker: consume + ack a backlog of persistent msgs, durable queue",
+            "msgs/s",
+            consumed,
+            consumed_reference,
+            "RabbitMQ" if consumed_reference else "",
         ),
         row(
             f"broker: start + recover {count:,} persistent messages (tenth acked)",

@@ -277,7 +277,8 @@ def int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: in
 
 
 #: Quorum-queue and stream arguments a classic queue refuses after the values are checked
-#: (RabbitMQ 3.10.8). ``x-delivery-limit`` is not one here: any queue of ours takes it.
+#: (RabbitMQ 3.10.8). ``x-delivery-limit`` is one only over AMQP 0-9-1
+#: (``refuse_delivery_limit``): the 0-9 rule basic.deliver:01 takes it on any queue.
 _OTHER_TYPES_ARGS = frozenset(
     {
         "x-dead-letter-strategy",
@@ -288,6 +289,16 @@ _OTHER_TYPES_ARGS = frozenset(
         "x-initial-cluster-size",
     }
 )
+
+
+def refuse_delivery_limit(queue: str, vhost: str, arguments: dict[str, Any]) -> None:
+    """A classic queue declared over AMQP 0-9-1 refuses ``x-delivery-limit`` whatever its
+    value, as RabbitMQ 3.10 does (406, its text)."""
+    if "x-delivery-limit" in arguments:
+        raise errors.PreconditionFailed(
+            f"PRECONDITION_FAILED - invalid arg 'x-delivery-limit' for queue '{queue}' in "
+            f"vhost '{vhost}' of queue type {Queue.rabbit_type}"
+        )
 
 
 class QueueSettings:

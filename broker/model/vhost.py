@@ -28,7 +28,7 @@ from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
 from .queue_types import queue_factory
-from .queues import Queue
+from .queues import Queue, refuse_delivery_limit
 
 #: The exchanges every virtual host has (besides the default exchange "").
 STANDARD_EXCHANGES = {
@@ -278,6 +278,8 @@ class VirtualHost:
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - unsupported queue type '{arguments.get('x-queue-type')}'"
             )
+        if factory is Queue and _speaks_0_9_1(owner):
+            refuse_delivery_limit(name, self.name, arguments)
         q = factory(
             self,
             name,
@@ -522,3 +524,10 @@ def dead_lettered(
     fields["expiration"] = None
     props = type(props)(**fields)
     return Message(exchange, routing_key, props, message.body, blind_keys=blind_keys)
+
+
+def _speaks_0_9_1(owner: object) -> bool:
+    """True if the declaring connection (a queue's ``owner``) speaks AMQP 0-9-1; recovery
+    declares with none."""
+    spec = getattr(owner, "spec", None)
+    return spec is not None and tuple(spec.version) >= (0, 9, 1)

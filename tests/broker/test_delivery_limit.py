@@ -1,8 +1,9 @@
 """``x-delivery-limit`` as 0-9-1 clients know it from RabbitMQ's quorum queues: each
 delivery carries ``x-delivery-count`` (the returns so far, 0 at first), and a message returned more
-times than the limit is dead-lettered with reason ``delivery_limit``. On RabbitMQ the
-queue is a quorum queue (its classic queues ignore the argument); the bundled broker takes
-it on a classic queue (rule basic.deliver:01 of AMQP 0-9)."""
+times than the limit is dead-lettered with reason ``delivery_limit``. The queue is a quorum
+queue: over 0-9-1 both brokers refuse the argument on a classic queue
+(``test_classic_delivery_limit``); the bundled broker's 0-9 lanes take it on any queue
+(rule basic.deliver:01, tests/spec09)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,8 @@ def _declare(connection: pika.BlockingConnection, channel: BlockingChannel, name
         "x-dead-letter-exchange": "",
         "x-dead-letter-routing-key": dlq,
     }
-    rabbitmq = connection._impl.server_properties.get("product") == "RabbitMQ"
-    if rabbitmq:
-        arguments["x-queue-type"] = "quorum"
-    channel.queue_declare(name, durable=rabbitmq, arguments=arguments)
+    arguments["x-queue-type"] = "quorum"
+    channel.queue_declare(name, durable=True, arguments=arguments)
     return dlq
 
 

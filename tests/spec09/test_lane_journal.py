@@ -77,6 +77,7 @@ def test_lane_messages_are_journal_records_of_their_class(
     assert classes == [FILE_CLASS_ID, 120]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "amqp-spark-data.json",
+        "deliveries",
         "journal",
         "lock",
         "spill",
