@@ -24,9 +24,10 @@ damaged, nothing: every recovered message is then marked as possibly delivered.
 Layout: header ``magic 8s "ASPKDLVR", version u32, boot id 16s`` (the writer's
 ``/proc/sys/kernel/random/boot_id``), then records framed as the journal's (length u32, CRC-32
 u32, payload), payload ``kind u8`` and by kind: 1 MARK ``queue_id u32, msg_id u64``;
-2 DELIVERED ``queue_id u32, msg_id u64 * n``; 3 CLOSED (nothing). The broker rewrites the
-file (temporary file, fsync, rename) at every start and whenever it outgrows
-``REWRITE_AFTER``: the marks of every queue and the counts of messages still queued.
+2 DELIVERED ``queue_id u32, msg_id u64 * n``; 3 CLOSED (nothing); 4 COUNTS ``queue_id u32,
+(msg_id u64, count u32) * n`` (a rewrite's copy of the counts). The broker rewrites the file
+(temporary file, fsync, rename) at every start and whenever it outgrows ``REWRITE_AFTER``:
+the marks of every queue and the counts of messages still queued.
 """
 
 from __future__ import annotations
@@ -51,9 +52,11 @@ HEADER = struct.Struct("<8sI16s")
 RECORD_HEADER = struct.Struct("<II")
 MARK_RECORD = struct.Struct("<BIQ")
 IDS_HEAD = struct.Struct("<BI")
+COUNT = struct.Struct("<QI")
 MARK = 1
 DELIVERED = 2
 CLOSED = 3
+COUNTS = 4
 #: Bytes of records after which the running broker rewrites the file to its live content.
 REWRITE_AFTER = 4 << 20
 _BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -137,6 +140,11 @@ def _apply(state: Deliveries, payload: bytes) -> bool:
         n = (len(payload) - IDS_HEAD.size) // 8
         for msg_id in struct.unpack_from(f"<{n}Q", payload, IDS_HEAD.size):
             counts[msg_id] = counts.get(msg_id, 0) + 1
+    elif kind == COUNTS:
+        _, queue_id = IDS_HEAD.unpack_from(payload)
+        counts = state.counts.setdefault(queue_id, {})
+        for msg_id, times in COUNT.iter_unpack(memoryview(payload)[IDS_HEAD.size :]):
+            counts[msg_id] = times
     return kind == CLOSED
 
 
@@ -214,9 +222,8 @@ class DeliveryLog:
         for queue_id, msg_id in self._marks.items():
             parts.append(_frame(MARK_RECORD.pack(MARK, queue_id, msg_id)))
         for queue_id, counts in self._counts.items():
-            for times in range(1, max(counts.values(), default=0) + 1):
-                ids = [msg_id for msg_id, n in counts.items() if n >= times]
-                parts.append(_delivered_record(queue_id, ids))
+            pairs = b"".join(COUNT.pack(msg_id, n) for msg_id, n in counts.items())
+            parts.append(_frame(IDS_HEAD.pack(COUNTS, queue_id) + pairs))
         data = b"".join(parts)
         tmp = self._path.with_suffix(".tmp")
         try:

@@ -19,8 +19,9 @@ then records, each::
                its original id and publish time and the queues that still held it
 
 Version 4 segments are laid out as version 3 ones (format 4 added the data directory's
-delivery log, ``deliveries.py``). Version 2 segments have no ``published_ms``, ``nkeys`` nor keys in PUBLISH, and no MOVED;
-version 1 segments have no ``class_id`` either (their messages are all basic ones).
+delivery log, ``deliveries.py``). Version 2 segments have no ``published_ms``, ``nkeys`` nor
+keys in PUBLISH, and no MOVED; version 1 segments have no ``class_id`` either (their
+messages are all basic ones).
 
 See docs/storage-format.md for the rules that go with it.
 """
