@@ -222,6 +222,22 @@ class RabbitMQNode:
         )
         return result.stdout
 
+    def restart_app(self, timeout: float = 60.0) -> None:
+        """Restart the RabbitMQ application inside the running Erlang node (``rabbitmqctl
+        stop_app`` then ``start_app``): every connection is closed, non-durable queues and
+        transient messages are gone, durable queues come back from disk; same port. Returns
+        once the node answers AMQP again (RabbitMQUnavailable after ``timeout`` seconds)."""
+        self.ctl("stop_app", timeout=timeout)
+        self.ctl("start_app", timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while not amqp_handshake("127.0.0.1", self.port):
+            if time.monotonic() >= deadline:
+                raise RabbitMQUnavailable(
+                    f"RabbitMQ node {self.nodename} did not answer AMQP within {timeout}s "
+                    "of start_app"
+                )
+            time.sleep(0.2)
+
     @staticmethod
     def _end_process_group(process: subprocess.Popen[bytes]) -> None:
         """Wait for the node to exit after ``rabbitmqctl stop``, escalating to signals;
