@@ -36,7 +36,7 @@ def test_a_recovered_message_dead_letters_to_its_bcc_queues(tmp_path: Path) -> N
     with Broker(data_dir=data) as broker, connect(broker) as conn:
         ch = conn.channel()
         method, _, body = ch.basic_get("work", auto_ack=False)
-        assert method is not None and method.redelivered and body == b"blind"
+        assert method is not None and not method.redelivered and body == b"blind"
         ch.basic_reject(method.delivery_tag, requeue=False)
         assert get_all(ch, "by-key") == [(b"blind", False)]
         method, props, body = ch.basic_get("by-bcc", auto_ack=True)
@@ -75,4 +75,4 @@ def test_a_message_whose_ttl_ran_out_while_the_broker_was_down_expires_at_recove
         method, props, body = ch.basic_get("expired", auto_ack=True)
         assert method is not None and body == b"late"
         assert props.headers["x-death"][0]["reason"] == "expired"
-        assert get_all(ch, "short") == ([(b"kept", True)] if expiration else [])
+        assert get_all(ch, "short") == ([(b"kept", False)] if expiration else [])
