@@ -19,7 +19,11 @@ from .errors import StoreError, from_os_error
 from .files import write_atomically
 
 TOPOLOGY_FORMAT = "amqp-spark-broker-topology"
-TOPOLOGY_VERSION = 1
+#: 2 added ``topic_permissions``: a version-1 broker would load a file that has them and drop
+#: them at its next save, so it must refuse the file instead. Version 1 files are read as they
+#: are, with ``topic_permissions`` (brokers wrote them there before the version was raised) or
+#: without.
+TOPOLOGY_VERSION = 2
 Arguments = dict[str, Any]
 
 
@@ -124,7 +128,7 @@ class Topology:
             raise ValueError("not an amqp-spark topology file")
         users = [UserDef(**{**u, "tags": tuple(u["tags"])}) for u in doc["users"]]
         permissions = [PermissionDef(**p) for p in doc["permissions"]]
-        # Absent from the files of brokers that had no topic permissions.
+        # Absent from the version-1 files of brokers that had no topic permissions.
         topics = [TopicPermissionDef(**p) for p in doc.get("topic_permissions", [])]
         exchanges = [ExchangeDef(**_decode(e)) for e in doc["exchanges"]]
         queues = [QueueDef(**_decode(q)) for q in doc["queues"]]

@@ -87,3 +87,13 @@ def test_a_version_1_file_from_before_topic_permissions_has_none(data_dir: Path)
         with_topics.queues,
         with_topics.bindings,
     )
+
+
+def test_a_version_1_file_is_rewritten_as_version_2_with_its_topic_permissions(
+    data_dir: Path,
+) -> None:
+    with Broker(data_dir=str(data_dir)):
+        pass
+    doc = json.loads((data_dir / "topology.json").read_text())
+    assert doc["version"] == 2
+    assert [(p["user"], p["exchange"]) for p in doc["topic_permissions"]] == [("app", "app-events")]
