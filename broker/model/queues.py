@@ -388,6 +388,9 @@ class Queue:
         self.queue_id = 0
         self.ready_bytes = 0
         self.unacked = 0
+        #: Entries taken with an unacknowledged get whose ack, nack, reject or return has
+        #: not come yet (kept by the channels that hold them; see ``consumer_count``).
+        self.gets_unsettled = 0
         self.consumers: list[Consumer] = []
         self.deleted = False
         self._rr = 0
@@ -424,6 +427,11 @@ class Queue:
     @property
     def message_count(self) -> int:
         return len(self.ready)
+
+    @property
+    def consumer_count(self) -> int:
+        """The consumer count queue.declare-ok reports: the queue's consumers."""
+        return len(self.consumers)
 
     @property
     def counts_deliveries(self) -> bool:

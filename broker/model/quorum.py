@@ -11,6 +11,7 @@ It is a classic ``Queue`` run with other rules, all measured on RabbitMQ 3.10.8:
   dead-lettered (reason ``delivery_limit``);
 - basic.nack, basic.reject and basic.recover requeue to the back of the queue; what a closing
   channel held goes back to the head;
+- queue.declare-ok counts each unsettled basic.get as a consumer;
 - ``reject-publish`` is a soft limit: the publish that takes the queue past its limit is
   accepted, the following ones are refused until the ready messages fall to 80% of it;
 - global qos, the ``x-cancel-on-ha-failover`` and ``x-stream-offset`` consumer arguments,
@@ -83,6 +84,13 @@ class QuorumQueue(Queue):
 
     #: True while a reject-publish queue refuses publishes (it went past its limit).
     _rejecting = False
+
+    @property
+    def consumer_count(self) -> int:
+        """RabbitMQ 3.10.8 counts every unsettled basic.get as a consumer of a quorum
+        queue until its message is acked, requeued, rejected or its channel closes: two
+        held on one channel count 2, a no-ack get none."""
+        return len(self.consumers) + self.gets_unsettled
 
     @property
     def counts_deliveries(self) -> bool:

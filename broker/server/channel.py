@@ -100,6 +100,19 @@ class ServerChannel:
             self.unacked_count += 1
         return tag
 
+    def track_get(self, queue: Queue, entry: QueuedMessage, no_ack: bool) -> int:
+        """A new delivery tag for ``entry`` taken with a get (basic.get, 0-9 message.get):
+        settled at once if no-ack, else awaiting its ack and counted by its queue until
+        then (``Queue.gets_unsettled``)."""
+        tag = self._next_tag
+        self._next_tag = tag + 1
+        if no_ack:
+            queue.settle(entry)
+        else:
+            self.unacked[tag] = (None, queue, entry)
+            queue.gets_unsettled += 1
+        return tag
+
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self.track_delivery(consumer, queue, entry)
         self.conn.send_delivery(
@@ -217,7 +230,7 @@ class ServerChannel:
         if not m.no_wait:
             self.send(
                 self._m("queue.declare-ok")(
-                    queue=q.name, message_count=q.message_count, consumer_count=len(q.consumers)
+                    queue=q.name, message_count=q.message_count, consumer_count=q.consumer_count
                 )
             )
 
@@ -294,12 +307,7 @@ class ServerChannel:
         if entry is None:
             self.send(self._m("basic.get-empty")())
             return
-        tag = self._next_tag
-        self._next_tag += 1
-        if m.no_ack:
-            q.settle(entry)
-        else:
-            self.unacked[tag] = (None, q, entry)
+        tag = self.track_get(q, entry, m.no_ack)
         msg = q.as_delivered(entry, fetched=True)
         get_ok = self._m("basic.get-ok")(
             delivery_tag=tag,
@@ -330,10 +338,13 @@ class ServerChannel:
         return [(tag, item)]
 
     def _release(self, items: list[Unacked]) -> set[Queue]:
-        """Return prefetch credit for settled deliveries; the queues that may now push more."""
+        """Return prefetch credit for settled deliveries (a get's to its queue's count of
+        unsettled gets); the queues that may now push more."""
         queues: set[Queue] = set()
         for consumer, queue, _ in items:
-            if consumer is not None:
+            if consumer is None:
+                queue.gets_unsettled -= 1
+            else:
                 consumer.unacked -= 1
                 self.unacked_count -= 1
             queues.add(queue)

@@ -103,5 +103,5 @@ def lane_totals(queue: Queue) -> tuple[int, int]:
     lanes = queue.vhost.lanes_of(queue)
     return (
         queue.message_count + sum(q.message_count for q in lanes),
-        len(queue.consumers) + sum(len(q.consumers) for q in lanes),
+        queue.consumer_count + sum(q.consumer_count for q in lanes),
     )

@@ -121,14 +121,8 @@ def _get(ch: ServerChannel, m: Any) -> None:
     if entry is None:
         ch.send(ch.conn.spec.method("message.empty")())
         return
-    tag = ch._next_tag
-    ch._next_tag += 1
-    if m.no_ack:
-        queue.settle(entry)
-        _send_transfer(ch, m.destination, entry, None)
-    else:
-        ch.unacked[tag] = (None, queue, entry)
-        _send_transfer(ch, m.destination, entry, tag)
+    tag = ch.track_get(queue, entry, m.no_ack)
+    _send_transfer(ch, m.destination, entry, None if m.no_ack else tag)
     _ok(ch)
 
 

@@ -1,0 +1,197 @@
+"""The consumer count queue.declare-ok reports while basic.get deliveries are unacknowledged:
+the same test code against the bundled broker and RabbitMQ 3.10.8, for a quorum and a
+classic queue.
+
+RabbitMQ counts each unsettled basic.get on a quorum queue as a consumer (two on one channel
+count 2) until its message is acked, requeued, rejected or its channel closes; a no-ack get
+counts nothing, and a classic queue counts only its real consumers. A quorum queue on
+RabbitMQ settles asynchronously, so a count that must fall is polled for (bounded)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pika
+import pytest
+from pika.adapters.blocking_connection import BlockingChannel
+
+from .helpers import wait_for
+
+ARGUMENTS = {"quorum": {"x-queue-type": "quorum"}, "classic": {}}
+
+
+@pytest.fixture(params=sorted(ARGUMENTS))
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def held(kind: str) -> Callable[[int], int]:
+    """The consumer count ``n`` unsettled gets add: ``n`` on a quorum queue, none on a
+    classic one."""
+    return lambda n: n if kind == "quorum" else 0
+
+
+@pytest.fixture
+def queue(connection: pika.BlockingConnection, name: str, kind: str) -> Iterator[str]:
+    """A durable queue of ``kind`` holding three messages (published with confirms)."""
+    publisher = connection.channel()
+    publisher.queue_declare(name, durable=True, arguments=ARGUMENTS[kind])
+    publisher.confirm_delivery()
+    for body in (b"a", b"b", b"c"):
+        publisher.basic_publish("", name, body)
+    yield name
+    if connection.is_open:
+        connection.channel().queue_delete(name)
+
+
+def _count(channel: BlockingChannel, queue: str) -> int:
+    count: int = channel.queue_declare(queue, passive=True).method.consumer_count
+    return count
+
+
+def _settled_count(channel: BlockingChannel, queue: str, expected: int) -> int:
+    """The count once it reached ``expected`` (or after a bounded wait: then the test fails
+    on the value it shows)."""
+    wait_for(lambda: _count(channel, queue) == expected)
+    return _count(channel, queue)
+
+
+def _get(channel: BlockingChannel, queue: str) -> int:
+    """An unacknowledged basic.get; its delivery tag."""
+    method, _, _ = channel.basic_get(queue)
+    assert method is not None
+    tag: int = method.delivery_tag
+    return tag
+
+
+@pytest.mark.parametrize("asked_on", ["same channel", "another channel"])
+@pytest.mark.parametrize("passive", [True, False], ids=["passive", "redeclared"])
+def test_an_unacked_get_counts_as_a_consumer_of_a_quorum_queue_until_acked(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    kind: str,
+    held: Callable[[int], int],
+    asked_on: str,
+    passive: bool,
+) -> None:
+    tag = _get(channel, queue)
+    asking = channel if asked_on == "same channel" else connection.channel()
+    ok = asking.queue_declare(queue, passive=passive, durable=True, arguments=ARGUMENTS[kind])
+    assert ok.method.consumer_count == held(1)
+    channel.basic_ack(tag)
+    assert _settled_count(asking, queue, 0) == 0
+
+
+def test_a_no_ack_get_counts_no_consumer(channel: BlockingChannel, queue: str) -> None:
+    method, _, _ = channel.basic_get(queue, auto_ack=True)
+    assert method is not None
+    assert _count(channel, queue) == 0
+
+
+def test_an_empty_get_counts_no_consumer(channel: BlockingChannel, queue: str) -> None:
+    channel.queue_purge(queue)
+    method, _, _ = channel.basic_get(queue)
+    assert method is None
+    assert _count(channel, queue) == 0
+
+
+def test_each_unacked_get_of_one_channel_counts_once_until_its_own_ack(
+    channel: BlockingChannel, queue: str, held: Callable[[int], int]
+) -> None:
+    first, second = _get(channel, queue), _get(channel, queue)
+    assert _count(channel, queue) == held(2)
+    channel.basic_ack(first)
+    assert _settled_count(channel, queue, held(1)) == held(1)
+    channel.basic_ack(second)
+    assert _settled_count(channel, queue, 0) == 0
+
+
+def test_unacked_gets_of_two_channels_add_up(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+) -> None:
+    other = connection.channel()
+    mine, theirs = _get(channel, queue), _get(other, queue)
+    assert _count(channel, queue) == held(2)
+    other.basic_ack(theirs)
+    assert _settled_count(channel, queue, held(1)) == held(1)
+    channel.basic_ack(mine)
+    assert _settled_count(channel, queue, 0) == 0
+
+
+def test_unacked_gets_add_to_the_consumers_of_a_quorum_queue(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+) -> None:
+    tag = _get(channel, queue)
+    consuming = connection.channel()
+    consuming.basic_consume(queue, lambda *delivery: None, auto_ack=True)
+    assert _count(channel, queue) == 1 + held(1)
+    channel.basic_ack(tag)
+    assert _settled_count(channel, queue, 1) == 1
+
+
+@pytest.mark.parametrize(
+    "settle",
+    [
+        pytest.param(lambda ch, tag: ch.basic_nack(tag, requeue=True), id="nack-requeue"),
+        pytest.param(lambda ch, tag: ch.basic_reject(tag, requeue=True), id="reject-requeue"),
+        pytest.param(lambda ch, tag: ch.basic_reject(tag, requeue=False), id="reject-drop"),
+        pytest.param(lambda ch, tag: ch.basic_recover(requeue=True), id="recover"),
+        pytest.param(lambda ch, tag: ch.close(), id="channel-close"),
+    ],
+)
+def test_an_unacked_get_stops_counting_once_returned_or_rejected(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+    settle: Callable[[BlockingChannel, int], None],
+) -> None:
+    tag = _get(channel, queue)
+    asking = connection.channel()
+    assert _count(asking, queue) == held(1)
+    settle(channel, tag)
+    assert _settled_count(asking, queue, 0) == 0
+
+
+@pytest.mark.parametrize(
+    "settle_both",
+    [
+        pytest.param(lambda ch, tag: ch.basic_ack(tag, multiple=True), id="ack-multiple"),
+        pytest.param(
+            lambda ch, tag: ch.basic_nack(tag, multiple=True, requeue=True),
+            id="nack-multiple-requeue",
+        ),
+        pytest.param(lambda ch, tag: ch.close(), id="channel-close"),
+    ],
+)
+def test_two_unacked_gets_of_one_channel_stop_counting_together(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+    settle_both: Callable[[BlockingChannel, int], None],
+) -> None:
+    _get(channel, queue)
+    last = _get(channel, queue)
+    asking = connection.channel()
+    assert _count(asking, queue) == held(2)
+    settle_both(channel, last)
+    assert _settled_count(asking, queue, 0) == 0
+
+
+def test_a_get_acked_in_a_transaction_counts_until_commit(
+    channel: BlockingChannel, queue: str, held: Callable[[int], int]
+) -> None:
+    channel.tx_select()
+    channel.basic_ack(_get(channel, queue))
+    assert _count(channel, queue) == held(1)
+    channel.tx_commit()
+    assert _settled_count(channel, queue, 0) == 0
