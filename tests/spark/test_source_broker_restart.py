@@ -17,7 +17,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
@@ -26,9 +26,10 @@ from amqp_spark.client import ChannelClosed
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.stream_reader import AMQPStreamReader
 from tests.spark.broker_state import ready_once_unconsumed
+from tests.spark.classic_acks import nothing_waiting
 from tests.spark.conftest import Broker, Queries, RestartableBroker, confirming_channel
 from tests.spark.inputs import bodies, classic_options, stream_options
-from tests.spark.progress import as_dict, wait_until
+from tests.spark.progress import wait_until
 from tests.support.fixtures import in_ci
 from tests.support.rabbitmq import RabbitMQNode, find_server_scripts
 
@@ -120,13 +121,6 @@ def wait_for_queues(broker: Broker) -> None:
     )
 
 
-def waiting(query_progress: Any, queue: str) -> dict[str, int] | None:
-    """The source's ``messagesWaiting`` of ``queue`` in a progress report (None: none yet)."""
-    if query_progress is None:
-        return None
-    return as_dict(query_progress["sources"][0]["latestOffset"])["messagesWaiting"][queue]
-
-
 def test_classic_queue_loses_nothing_and_acks_everything_across_a_broker_restart(
     restartable: Restartable, queries: Queries
 ) -> None:
@@ -148,12 +142,7 @@ def test_classic_queue_loses_nothing_and_acks_everything_across_a_broker_restart
 
     everything = set(bodies(BEFORE, "before") + bodies(AFTER, "after"))
     wait_until(lambda: everything <= set(got), 120, "every message after the restart")
-    # An idle trigger acks the last batch; Spark reports it in a no-data progress (~10 s).
-    wait_until(
-        lambda: waiting(query.lastProgress, queue) == {"ready": 0, "unacked": 0},
-        60,
-        "a progress report with nothing ready or unacked",
-    )
+    wait_until(lambda: nothing_waiting(query, queue), 60, "nothing ready or unacked")
     assert query.isActive, query.exception()
     query.stop()
     assert ready_once_unconsumed(broker, queue) == 0

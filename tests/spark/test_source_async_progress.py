@@ -1,0 +1,136 @@
+"""Spark's asynchronous progress tracking (the writeStream option
+``asyncProgressTrackingEnabled``: offset and commit logs written in the background, at most
+every ``asyncProgressTrackingCheckpointIntervalMs``) with the ``amqp`` source. Spark allows
+it only with processing-time triggers and a few sinks; the foreach sink is one, so the rows
+go to files here.
+
+Batches still run one after the other and Spark asks the source for the next batch
+(``latestOffset``, where the source acks classic queues up to its start) only once the sink
+has written the previous one, so acks never precede the sink. What is lost is the
+checkpoint's currency: a query stopped between two checkpoint writes restarts from the last
+one, so batches written after it come again. Classic queues: everything arrives at least
+once and everything is acked. Stream queues: no gap; the replayed batches are duplicates.
+Both brokers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import Row, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from tests.spark.broker_state import ready_once_unconsumed
+from tests.spark.classic_acks import nothing_waiting
+from tests.spark.conftest import Broker, Queries
+from tests.spark.inputs import bodies, classic_options, stream_options
+from tests.spark.progress import wait_until
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+FIRST, SECOND, PER_TRIGGER = 200, 50, 10
+
+
+class FileSink:
+    """A foreach sink appending ``offset body`` lines to one file per Python worker process
+    (the function runs on the executors, so the rows come back through the files)."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir()
+        self.directory = directory
+
+    def writer(self) -> object:
+        directory = str(self.directory)
+
+        def write(row: Row) -> None:
+            import os
+
+            with open(os.path.join(directory, f"{os.getpid()}.rows"), "a") as f:
+                f.write(f"{row.offset} {row.body.decode()}\n")
+
+        return write
+
+    def rows(self) -> list[tuple[int | None, bytes]]:
+        got = []
+        for path in self.directory.glob("*.rows"):
+            for line in path.read_text().splitlines():
+                offset, body = line.split(" ")
+                got.append((None if offset == "None" else int(offset), body.encode()))
+        return got
+
+    def bodies(self) -> set[bytes]:
+        return {body for _, body in self.rows()}
+
+
+def start_async(
+    spark: SparkSession, options: dict[str, str], checkpoint: str, sink: FileSink
+) -> StreamingQuery:
+    df = spark.readStream.format("amqp").options(**options).load()
+    return (
+        df.writeStream.foreach(sink.writer())
+        .option("checkpointLocation", checkpoint)
+        .option("asyncProgressTrackingEnabled", "true")
+        .option("asyncProgressTrackingCheckpointIntervalMs", "1000")
+        .trigger(processingTime="300 milliseconds")
+        .start()
+    )
+
+
+def read_in_two_runs(
+    broker: Broker, queries: Queries, options: dict[str, str], sink: FileSink
+) -> StreamingQuery:
+    """Two async query runs on one checkpoint: the first stopped mid-backlog, the second
+    started after more messages came, returned running once the sink has every message."""
+    queue = options["queue"]
+    checkpoint = queries.checkpoint()
+    broker.publish(queue, bodies(FIRST, "first"))
+    first = start_async(queries.spark, options, checkpoint, sink)
+    queries.started.append(first)
+    wait_until(lambda: len(sink.rows()) >= FIRST // 4, 90, "a quarter of the first messages")
+    first.stop()
+    assert first.exception() is None
+    # With async progress tracking the run leaves the active ones a moment after stop().
+    wait_until(
+        lambda: all(q.id != first.id for q in queries.spark.streams.active),
+        30,
+        "the first run to be inactive",
+    )
+
+    broker.publish(queue, bodies(SECOND, "second"))
+    second = start_async(queries.spark, options, checkpoint, sink)
+    queries.started.append(second)
+    everything = set(bodies(FIRST, "first") + bodies(SECOND, "second"))
+    wait_until(lambda: everything <= sink.bodies(), 120, "every message in the second run")
+    assert second.isActive, second.exception()
+    return second
+
+
+def test_classic_queue_with_async_progress_tracking_reads_everything_and_acks_it(
+    broker: Broker, queries: Queries, tmp_path: Path
+) -> None:
+    queue = broker.new_queue()
+    options = classic_options(broker, queue, maxMessagesPerTrigger=str(PER_TRIGGER))
+
+    sink = FileSink(tmp_path / "sink")
+
+    query = read_in_two_runs(broker, queries, options, sink)
+    wait_until(lambda: nothing_waiting(query, queue), 60, "nothing ready or unacked")
+    query.stop()
+
+    assert sink.bodies() == set(bodies(FIRST, "first") + bodies(SECOND, "second"))
+    assert ready_once_unconsumed(broker, queue) == 0
+
+
+def test_stream_queue_with_async_progress_tracking_has_no_gap(
+    broker: Broker, queries: Queries, stream_queue: str, tmp_path: Path
+) -> None:
+    options = stream_options(
+        broker, stream_queue, startingOffsets="first", maxMessagesPerTrigger=str(PER_TRIGGER)
+    )
+
+    sink = FileSink(tmp_path / "sink")
+
+    read_in_two_runs(broker, queries, options, sink).stop()
+
+    assert set(sink.rows()) == set(enumerate(bodies(FIRST, "first") + bodies(SECOND, "second")))
