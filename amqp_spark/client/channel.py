@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import Method, Properties
-from amqp_spark.protocol.events import ContentReceived, MethodReceived
+from amqp_spark.protocol.events import ContentReceived, EncodedDeliveryReceived, MethodReceived
 
 from .confirms import ConfirmTracker
-from .delivery import Delivery, ReturnedMessage
+from .delivery import Delivery, EncodedDelivery, ReturnedMessage
 from .exceptions import (
     ChannelClosed,
     ClientError,
@@ -64,10 +64,29 @@ class _Request:
     reply: tuple[Any, Properties | None, bytes] | None = None
 
 
+class PendingReply:
+    """The reply to a request sent with ``Channel.request_later``."""
+
+    def __init__(self, channel: Channel, request: _Request) -> None:
+        self._channel = channel
+        self._request = request
+
+    def result(self) -> Any | None:
+        """The reply method once it has arrived, None until then. Raises the channel's
+        error when the channel closed first."""
+        with self._channel._lock:
+            if self._request.reply is not None:
+                return self._request.reply[0]
+            self._channel._check_open()
+            return None
+
+
 class Channel:
     """An open AMQP channel; obtain one with ``Connection.channel()``."""
 
-    def __init__(self, connection: Connection, number: int) -> None:
+    def __init__(
+        self, connection: Connection, number: int, encoded_deliveries: bool = False
+    ) -> None:
         self.connection = connection
         self.number = number
         self.spec = connection.spec
@@ -84,7 +103,10 @@ class Channel:
         #: Per waiting publisher: the outstanding count at or below which it may go on.
         self._settle_targets: list[int] = []
         self._requests: deque[_Request] = deque()
-        self._deliveries: deque[Delivery] = deque()
+        #: Delivery objects, or EncodedDelivery ones on a channel opened with
+        #: ``encoded_deliveries=True`` (their frames, decoded by whoever reads them later).
+        self._deliveries: deque[Any] = deque()
+        self.encoded_deliveries = encoded_deliveries
         self._server_cancelled: list[str] = []
         self._consumers: set[str] = set()
         self._confirms: ConfirmTracker | None = None
@@ -135,6 +157,27 @@ class Channel:
         after the spec's fields, so their arguments pass through as they are."""
         return self._call(name, **{k: v for k, v in arguments.items() if k != "self"})
 
+    def request_later(self, name: str, **fields: Any) -> PendingReply:
+        """Send the synchronous method ``name`` and return at once, with the reply to come.
+
+        For questions whose answer may wait behind a long run of deliveries on the
+        connection (a queue's depth asked while a consumer's window streams in): the
+        caller goes on and reads the answer when it is there."""
+        method = self._method(name, **fields)
+        request = _Request(expected_responses(method))
+        if not request.responses:
+            raise ClientError(f"{name} has no reply to wait for")
+        self._send_request(method, request)
+        return PendingReply(self, request)
+
+    def _send_request(self, method: Method, request: _Request) -> None:
+        def enqueue() -> None:
+            with self._lock:
+                self._check_open()
+                self._requests.append(request)
+
+        self.connection._send(self.connection._proto.send_method(self.number, method), enqueue)
+
     def _request(self, method: Method) -> tuple[Any, Properties | None, bytes] | None:
         request = _Request(expected_responses(method))
         if not request.responses:
@@ -142,13 +185,7 @@ class Channel:
                 self.connection._proto.send_method(self.number, method), self._check_open
             )
             return None
-
-        def enqueue() -> None:
-            with self._lock:
-                self._check_open()
-                self._requests.append(request)
-
-        self.connection._send(self.connection._proto.send_method(self.number, method), enqueue)
+        self._send_request(method, request)
         with self._lock:
             self._replied.wait_for(
                 lambda: request.reply is not None or self._error is not None, self.timeout
@@ -273,6 +310,42 @@ class Channel:
 
         Raises ``ConsumerCancelled`` once when the server cancelled consumers and nothing
         is buffered, and the channel's error once the channel is closed and drained."""
+        self._check_mode(encoded=False)
+        delivery: Delivery | None = self._next(timeout)
+        return delivery
+
+    def drain_deliveries(self, max_count: int = 1000) -> list[Delivery]:
+        """Up to ``max_count`` deliveries that have already arrived; never blocks. One
+        round of the channel's lock, however many."""
+        self._check_mode(encoded=False)
+        deliveries: list[Delivery] = self._drain(max_count)
+        return deliveries
+
+    def next_encoded_delivery(self, timeout: float = 1.0) -> EncodedDelivery | None:
+        """``next_delivery`` of a channel opened with ``encoded_deliveries=True``."""
+        self._check_mode(encoded=True)
+        delivery: EncodedDelivery | None = self._next(timeout)
+        return delivery
+
+    def drain_encoded_deliveries(self, max_count: int = 1000) -> list[EncodedDelivery]:
+        """``drain_deliveries`` of a channel opened with ``encoded_deliveries=True``."""
+        self._check_mode(encoded=True)
+        deliveries: list[EncodedDelivery] = self._drain(max_count)
+        return deliveries
+
+    def _check_mode(self, encoded: bool) -> None:
+        if encoded != self.encoded_deliveries:
+            kind = "with" if self.encoded_deliveries else "without"
+            raise ClientError(
+                f"channel {self.number} was opened {kind} encoded_deliveries: use "
+                + (
+                    "next_encoded_delivery/drain_encoded_deliveries"
+                    if not encoded
+                    else "next_delivery/drain_deliveries"
+                )
+            )
+
+    def _next(self, timeout: float) -> Any:
         with self._lock:
             if not self._deliveries:
                 self._arrived.wait_for(
@@ -281,9 +354,7 @@ class Channel:
                 )
             return self._take_delivery()
 
-    def drain_deliveries(self, max_count: int = 1000) -> list[Delivery]:
-        """Up to ``max_count`` deliveries that have already arrived; never blocks. One
-        round of the channel's lock, however many."""
+    def _drain(self, max_count: int) -> list[Any]:
         with self._lock:
             deliveries = self._deliveries
             if not deliveries:
@@ -294,7 +365,7 @@ class Channel:
                 return list(deliveries)
             return [deliveries.popleft() for _ in range(max_count)]
 
-    def _take_delivery(self) -> Delivery | None:
+    def _take_delivery(self) -> Any:
         if self._deliveries:
             return self._deliveries.popleft()
         if self._server_cancelled:
@@ -524,30 +595,41 @@ class Channel:
 
     # -- what the I/O thread delivers ---------------------------------------------------------
 
-    def _on_events(self, events: list[MethodReceived | ContentReceived]) -> None:
+    def _on_events(
+        self, events: list[MethodReceived | ContentReceived | EncodedDeliveryReceived]
+    ) -> None:
         """Called by the I/O thread with a run of methods (and contents) for this channel:
         one lock round for the run, one wake-up of the callers it concerns, then the answers
         the protocol demands, sent outside the lock (see the lock order in connection.py)."""
         to_answer = []
         deliver: Any = self._deliver
+        encoded = self.encoded_deliveries
         with self._lock:
             deliveries = self._deliveries
             buffered = len(deliveries)
             for event in events:
-                m: Any = event.method
+                if event.__class__ is EncodedDeliveryReceived:
+                    if self._error is None:
+                        e: Any = event
+                        deliveries.append(EncodedDelivery(e.delivery_tag, e.body_size, e.frames))
+                    continue
+                m: Any = event.method  # type: ignore[union-attr]
                 if m.__class__ is deliver and self._error is None:
                     # A consumer's deliveries, the bulk of what arrives: straight to the buffer.
-                    deliveries.append(
-                        Delivery(
-                            m.consumer_tag,
-                            m.delivery_tag,
-                            m.redelivered,
-                            m.exchange,
-                            m.routing_key,
-                            event.properties,  # type: ignore[union-attr]
-                            event.body,  # type: ignore[union-attr]
+                    if encoded:
+                        deliveries.append(self._encoded_again(m, event))  # type: ignore[arg-type]
+                    else:
+                        deliveries.append(
+                            Delivery(
+                                m.consumer_tag,
+                                m.delivery_tag,
+                                m.redelivered,
+                                m.exchange,
+                                m.routing_key,
+                                event.properties,  # type: ignore[union-attr]
+                                event.body,  # type: ignore[union-attr]
+                            )
                         )
-                    )
                     continue
                 if isinstance(event, ContentReceived):
                     handled = self._route(m, event.properties, event.body)
@@ -562,6 +644,12 @@ class Channel:
                 self._settled.notify_all()
         for method in to_answer:
             self._answer(method)
+
+    def _encoded_again(self, m: Any, event: ContentReceived) -> EncodedDelivery:
+        """A delivery of an encoded channel that took the protocol layer's decoding path
+        (its frames were cut between two reads), encoded again."""
+        frames = self.connection._proto.send_content(self.number, m, event.properties, event.body)
+        return EncodedDelivery(m.delivery_tag, len(event.body), frames)
 
     def _route(self, m: Any, properties: Properties | None, body: bytes) -> bool:
         """Apply one received method (under the lock); False: it needs an answer. Wakes
