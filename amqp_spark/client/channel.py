@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from amqp_spark.protocol import Method, Properties
-from amqp_spark.protocol.events import ContentReceived, EncodedDeliveryReceived, MethodReceived
+from amqp_spark.protocol.events import ContentReceived, MethodReceived
 
 from .confirms import ConfirmTracker
-from .delivery import Delivery, EncodedDelivery, ReturnedMessage
+from .delivery import Delivery, ReturnedMessage
 from .exceptions import (
     ChannelClosed,
     ClientError,
@@ -84,9 +84,7 @@ class PendingReply:
 class Channel:
     """An open AMQP channel; obtain one with ``Connection.channel()``."""
 
-    def __init__(
-        self, connection: Connection, number: int, encoded_deliveries: bool = False
-    ) -> None:
+    def __init__(self, connection: Connection, number: int) -> None:
         self.connection = connection
         self.number = number
         self.spec = connection.spec
@@ -103,10 +101,7 @@ class Channel:
         #: Per waiting publisher: the outstanding count at or below which it may go on.
         self._settle_targets: list[int] = []
         self._requests: deque[_Request] = deque()
-        #: Delivery objects, or EncodedDelivery ones on a channel opened with
-        #: ``encoded_deliveries=True`` (their frames, decoded by whoever reads them later).
-        self._deliveries: deque[Any] = deque()
-        self.encoded_deliveries = encoded_deliveries
+        self._deliveries: deque[Delivery] = deque()
         self._server_cancelled: list[str] = []
         self._consumers: set[str] = set()
         self._confirms: ConfirmTracker | None = None
@@ -310,42 +305,6 @@ class Channel:
 
         Raises ``ConsumerCancelled`` once when the server cancelled consumers and nothing
         is buffered, and the channel's error once the channel is closed and drained."""
-        self._check_mode(encoded=False)
-        delivery: Delivery | None = self._next(timeout)
-        return delivery
-
-    def drain_deliveries(self, max_count: int = 1000) -> list[Delivery]:
-        """Up to ``max_count`` deliveries that have already arrived; never blocks. One
-        round of the channel's lock, however many."""
-        self._check_mode(encoded=False)
-        deliveries: list[Delivery] = self._drain(max_count)
-        return deliveries
-
-    def next_encoded_delivery(self, timeout: float = 1.0) -> EncodedDelivery | None:
-        """``next_delivery`` of a channel opened with ``encoded_deliveries=True``."""
-        self._check_mode(encoded=True)
-        delivery: EncodedDelivery | None = self._next(timeout)
-        return delivery
-
-    def drain_encoded_deliveries(self, max_count: int = 1000) -> list[EncodedDelivery]:
-        """``drain_deliveries`` of a channel opened with ``encoded_deliveries=True``."""
-        self._check_mode(encoded=True)
-        deliveries: list[EncodedDelivery] = self._drain(max_count)
-        return deliveries
-
-    def _check_mode(self, encoded: bool) -> None:
-        if encoded != self.encoded_deliveries:
-            kind = "with" if self.encoded_deliveries else "without"
-            raise ClientError(
-                f"channel {self.number} was opened {kind} encoded_deliveries: use "
-                + (
-                    "next_encoded_delivery/drain_encoded_deliveries"
-                    if not encoded
-                    else "next_delivery/drain_deliveries"
-                )
-            )
-
-    def _next(self, timeout: float) -> Any:
         with self._lock:
             if not self._deliveries:
                 self._arrived.wait_for(
@@ -354,7 +313,9 @@ class Channel:
                 )
             return self._take_delivery()
 
-    def _drain(self, max_count: int) -> list[Any]:
+    def drain_deliveries(self, max_count: int = 1000) -> list[Delivery]:
+        """Up to ``max_count`` deliveries that have already arrived; never blocks. One
+        round of the channel's lock, however many."""
         with self._lock:
             deliveries = self._deliveries
             if not deliveries:
@@ -365,7 +326,7 @@ class Channel:
                 return list(deliveries)
             return [deliveries.popleft() for _ in range(max_count)]
 
-    def _take_delivery(self) -> Any:
+    def _take_delivery(self) -> Delivery | None:
         if self._deliveries:
             return self._deliveries.popleft()
         if self._server_cancelled:
@@ -595,41 +556,30 @@ class Channel:
 
     # -- what the I/O thread delivers ---------------------------------------------------------
 
-    def _on_events(
-        self, events: list[MethodReceived | ContentReceived | EncodedDeliveryReceived]
-    ) -> None:
+    def _on_events(self, events: list[MethodReceived | ContentReceived]) -> None:
         """Called by the I/O thread with a run of methods (and contents) for this channel:
         one lock round for the run, one wake-up of the callers it concerns, then the answers
         the protocol demands, sent outside the lock (see the lock order in connection.py)."""
         to_answer = []
         deliver: Any = self._deliver
-        encoded = self.encoded_deliveries
         with self._lock:
             deliveries = self._deliveries
             buffered = len(deliveries)
             for event in events:
-                if event.__class__ is EncodedDeliveryReceived:
-                    if self._error is None:
-                        e: Any = event
-                        deliveries.append(EncodedDelivery(e.delivery_tag, e.body_size, e.frames))
-                    continue
-                m: Any = event.method  # type: ignore[union-attr]
+                m: Any = event.method
                 if m.__class__ is deliver and self._error is None:
                     # A consumer's deliveries, the bulk of what arrives: straight to the buffer.
-                    if encoded:
-                        deliveries.append(self._encoded_again(m, event))  # type: ignore[arg-type]
-                    else:
-                        deliveries.append(
-                            Delivery(
-                                m.consumer_tag,
-                                m.delivery_tag,
-                                m.redelivered,
-                                m.exchange,
-                                m.routing_key,
-                                event.properties,  # type: ignore[union-attr]
-                                event.body,  # type: ignore[union-attr]
-                            )
+                    deliveries.append(
+                        Delivery(
+                            m.consumer_tag,
+                            m.delivery_tag,
+                            m.redelivered,
+                            m.exchange,
+                            m.routing_key,
+                            event.properties,  # type: ignore[union-attr]
+                            event.body,  # type: ignore[union-attr]
                         )
+                    )
                     continue
                 if isinstance(event, ContentReceived):
                     handled = self._route(m, event.properties, event.body)
@@ -644,12 +594,6 @@ class Channel:
                 self._settled.notify_all()
         for method in to_answer:
             self._answer(method)
-
-    def _encoded_again(self, m: Any, event: ContentReceived) -> EncodedDelivery:
-        """A delivery of an encoded channel that took the protocol layer's decoding path
-        (its frames were cut between two reads), encoded again."""
-        frames = self.connection._proto.send_content(self.number, m, event.properties, event.body)
-        return EncodedDelivery(m.delivery_tag, len(event.body), frames)
 
     def _route(self, m: Any, properties: Properties | None, body: bytes) -> bool:
         """Apply one received method (under the lock); False: it needs an answer. Wakes

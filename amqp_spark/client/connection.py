@@ -29,7 +29,6 @@ from amqp_spark.protocol import SPEC_0_9_1, Method, Spec, errors
 from amqp_spark.protocol import Connection as ProtocolConnection
 from amqp_spark.protocol.events import (
     ContentReceived,
-    EncodedDeliveryReceived,
     Event,
     MethodReceived,
     UnsupportedProtocol,
@@ -49,8 +48,6 @@ SEND_TIMEOUT = 60.0
 #: How often the I/O thread wakes up when there is no heartbeat to keep.
 IDLE_TICK = 1.0
 _RECV_SIZE = 262144
-#: What the I/O thread hands to channels; everything else (heartbeats) it only notes.
-_CHANNEL_EVENTS = (MethodReceived, ContentReceived, EncodedDeliveryReceived)
 #: connection.redirect hops followed before giving up (a loop of redirects is a server bug).
 MAX_REDIRECTS = 3
 
@@ -303,12 +300,8 @@ class Connection:
 
     # -- channels -----------------------------------------------------------------------------
 
-    def channel(self, encoded_deliveries: bool = False) -> Channel:
-        """Open a channel on the lowest free channel number.
-
-        With ``encoded_deliveries``, its deliveries are ``EncodedDelivery`` objects: the
-        frames as received, for a consumer that passes them on to be decoded elsewhere
-        (``next_encoded_delivery``, ``drain_encoded_deliveries``)."""
+    def channel(self) -> Channel:
+        """Open a channel on the lowest free channel number."""
         with self._state:
             self._check_open()
             number = next(
@@ -316,9 +309,8 @@ class Connection:
             )
             if number is None:
                 raise ClientError(f"all {self.channel_max} channels are in use")
-            ch = Channel(self, number, encoded_deliveries)
+            ch = Channel(self, number)
             self._channels[number] = ch
-            self._proto.keep_deliveries_encoded(number, encoded_deliveries)
         try:
             ch._open()
         except BaseException:
@@ -329,7 +321,6 @@ class Connection:
     def _forget_channel(self, number: int) -> None:
         with self._state:
             self._channels.pop(number, None)
-            self._proto.keep_deliveries_encoded(number, False)
 
     # -- sending (any thread) -----------------------------------------------------------------
 
@@ -444,24 +435,21 @@ class Connection:
     def _dispatch(self, events: list[Event]) -> None:
         """Hand methods to their channels, a run of consecutive ones per channel at a time
         (a consumer's deliveries arrive in long runs: one lock round each, not one each)."""
-        run: list[MethodReceived | ContentReceived | EncodedDeliveryReceived] = []
+        run: list[MethodReceived | ContentReceived] = []
         for event in events:
-            if not isinstance(event, _CHANNEL_EVENTS):
+            if event.__class__ is not ContentReceived and event.__class__ is not MethodReceived:
                 continue  # heartbeats: receiving them was the point
             if run and event.channel != run[0].channel:
                 self._to_channel(run)
                 run = []
             if event.channel == 0:
-                if not isinstance(event, EncodedDeliveryReceived):
-                    self._on_connection_method(event.method)
+                self._on_connection_method(event.method)
             else:
                 run.append(event)
         if run:
             self._to_channel(run)
 
-    def _to_channel(
-        self, run: list[MethodReceived | ContentReceived | EncodedDeliveryReceived]
-    ) -> None:
+    def _to_channel(self, run: list[MethodReceived | ContentReceived]) -> None:
         ch = self._channels.get(run[0].channel)
         if ch is not None:
             ch._on_events(run)

@@ -22,17 +22,6 @@ class Delivery:
 
 
 @dataclass(slots=True)
-class EncodedDelivery:
-    """A delivery on a channel opened with ``encoded_deliveries=True``: its frames as they
-    arrived, undecoded (``amqp_spark.protocol.contents.decode_contents`` decodes them), with
-    what a consumer needs without decoding: the tag to ack and the body's size."""
-
-    delivery_tag: int
-    body_size: int
-    frames: bytes
-
-
-@dataclass(slots=True)
 class ReturnedMessage:
     """A mandatory message the broker could not route (basic.return)."""
 

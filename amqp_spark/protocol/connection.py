@@ -18,7 +18,6 @@ from . import errors, frames
 from .events import (
     ContentReceived,
     ContentTooLarge,
-    EncodedDeliveryReceived,
     Event,
     HeartbeatReceived,
     MethodReceived,
@@ -40,10 +39,6 @@ _HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
 #: The same followed by the first property-flags word.
 _HEADER_FRAME_AND_FLAGS = struct.Struct(">BHIHHQH")
 _METHOD_IDS = struct.Struct(">HH")
-#: The class and method ids of basic.deliver (the same in every version) and its class id.
-_BASIC_DELIVER_IDS = b"\x00\x3c\x00\x3c"
-_BASIC_CLASS = 60
-_LONGLONG = struct.Struct(">Q")
 _CHANNEL_CLOSE_METHODS = frozenset({"channel.close", "channel.close-ok"})
 _CONNECTION_CLOSE_METHODS = frozenset({"connection.close", "connection.close-ok"})
 
@@ -108,8 +103,6 @@ class Connection:
         self.max_body_size = max_body_size
         self.open_channels: set[int] = set()
         self._closing_channels: set[int] = set()
-        #: Channels whose deliveries are reported as EncodedDeliveryReceived.
-        self._encoded_channels: set[int] = set()
         self._partials: dict[int, _Partial] = {}
         self._buffer = bytearray()
         #: Bytes the buffer must hold before parsing is worth trying again.
@@ -197,18 +190,6 @@ class Connection:
     def send_heartbeat(self) -> bytes:
         return frames.HEARTBEAT_FRAME
 
-    def keep_deliveries_encoded(self, channel: int, keep: bool = True) -> None:
-        """Report basic.deliver on ``channel`` as ``EncodedDeliveryReceived``: its frames,
-        checked for framing, channel and class, but neither the method's arguments nor the
-        properties decoded. A consumer that hands deliveries on to another process (the
-        Spark source's runner) then pays only for the framing. A delivery that is not whole
-        in the bytes at hand, or that needs an error, takes the decoding path and arrives as
-        ``ContentReceived``."""
-        if keep:
-            self._encoded_channels.add(channel)
-        else:
-            self._encoded_channels.discard(channel)
-
     # -- input --------------------------------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event]:
@@ -277,12 +258,11 @@ class Connection:
         size_limit = (self.frame_max or _NO_FRAME_LIMIT) - frames.FRAME_OVERHEAD
         unpack = _FRAME_HEAD.unpack_from
         n = len(data)
-        encoded_channels = self._encoded_channels
         while n - pos >= 8:
             frame_type, channel, size = unpack(data, pos)
             if size > size_limit:
                 raise _error(501, f"frame of {size} bytes exceeds frame-max {self.frame_max}")
-            start, end = pos, pos + 7 + size
+            end = pos + 7 + size
             if end >= n:
                 self._wanted = end + 1 - pos
                 return pos
@@ -292,12 +272,6 @@ class Connection:
             pos = end + 1
             self._may_get_header = False
             if frame_type == 1:
-                if channel in encoded_channels and payload[:4] == _BASIC_DELIVER_IDS:
-                    encoded = self._encoded_delivery(data, start, pos, channel, payload, size_limit)
-                    if encoded is not None:
-                        events.append(encoded[0])
-                        pos = encoded[1]
-                        continue
                 event = self._method_frame(channel, payload)
                 if isinstance(event, Method):
                     content = self._whole_content(data, pos, channel, event, size_limit)
@@ -377,58 +351,6 @@ class Connection:
             except errors.AMQPError as err:
                 raise err.with_culprit(method.CLASS_ID, method.METHOD_ID) from None
         return ContentReceived(channel, method, properties, body), after
-
-    def _encoded_delivery(
-        self, data: bytes, start: int, pos: int, channel: int, payload: bytes, size_limit: int
-    ) -> tuple[EncodedDeliveryReceived, int] | None:
-        """The basic.deliver whose method frame is ``data[start:pos]`` with its content
-        frames, when they all follow it in ``data`` on its channel, well framed, and the
-        channel takes deliveries: the event and the position after its frames. None
-        otherwise: the decoding path then reads it, and raises what a faulty frame deserves."""
-        tag_at = 5 + payload[4] if len(payload) > 4 else len(payload)
-        if (
-            len(payload) < tag_at + 8
-            or channel not in self.open_channels
-            or self.closing
-            or channel in self._closing_channels
-            or channel in self._partials
-        ):
-            return None
-        n = len(data)
-        if n - pos < 22:  # the least a content header frame takes
-            return None
-        frame_type, frame_channel, size, class_id, _weight, body_size = (
-            _HEADER_FRAME_HEAD.unpack_from(data, pos)
-        )
-        after = pos + 8 + size
-        if (
-            frame_type != 2
-            or frame_channel != channel
-            or not 14 <= size <= size_limit
-            or after > n
-            or data[after - 1] != 0xCE
-            or class_id != _BASIC_CLASS
-            or (self.max_body_size is not None and body_size > self.max_body_size)
-        ):
-            return None
-        received = 0
-        while received < body_size:
-            if n - after < 8:
-                return None
-            frame_type, frame_channel, size = _FRAME_HEAD.unpack_from(data, after)
-            end = after + 7 + size
-            if (
-                frame_type != 3
-                or frame_channel != channel
-                or not 0 < size <= min(size_limit, body_size - received)
-                or end >= n
-                or data[end] != 0xCE
-            ):
-                return None
-            received += size
-            after = end + 1
-        (tag,) = _LONGLONG.unpack_from(payload, tag_at)
-        return EncodedDeliveryReceived(channel, tag, body_size, data[start:after]), after
 
     def _other_frame(self, frame_type: int, channel: int, payload: bytes) -> Event | None:
         if frame_type == frames.HEARTBEAT:

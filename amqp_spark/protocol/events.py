@@ -45,18 +45,6 @@ class ContentReceived:
 
 
 @dataclass(slots=True)
-class EncodedDeliveryReceived:
-    """A basic.deliver and its content on a channel that keeps deliveries encoded
-    (``Connection.keep_deliveries_encoded``): the frames as they arrived, checked for framing
-    but not decoded, for a reader elsewhere to decode (``contents.decode_contents``)."""
-
-    channel: int
-    delivery_tag: int
-    body_size: int
-    frames: bytes
-
-
-@dataclass(slots=True)
 class ContentTooLarge:
     """A content header announced a body over ``Connection.max_body_size``.
 
@@ -90,7 +78,6 @@ Event = (
     | UnsupportedProtocol
     | MethodReceived
     | ContentReceived
-    | EncodedDeliveryReceived
     | ContentTooLarge
     | HeartbeatReceived
     | OtherFrameReceived
