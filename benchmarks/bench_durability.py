@@ -150,15 +150,21 @@ def recovery_seconds(data_dir: Path, messages: int) -> float:
     return elapsed
 
 
+def _persistent_publisher(host: str, port: int) -> Client:
+    """A client publishing persistent messages with confirms to the empty durable QUEUE."""
+    client = Client(host, port)
+    client.call(M("queue.declare")(queue=QUEUE, durable=True), "queue.declare-ok")
+    client.call(M("queue.purge")(queue=QUEUE), "queue.purge-ok")
+    client.call(M("confirm.select")(), "confirm.select-ok")
+    client.props = PERSISTENT
+    return client
+
+
 def publish_persistent_rate(host: str, port: int, messages: int) -> float:
     """msgs/s of persistent 100-byte publishes to one durable queue, all confirmed (the
     pipelined client of bench_broker, at most its WINDOW unconfirmed)."""
-    client = Client(host, port)
+    client = _persistent_publisher(host, port)
     try:
-        client.call(M("queue.declare")(queue=QUEUE, durable=True), "queue.declare-ok")
-        client.call(M("queue.purge")(queue=QUEUE), "queue.purge-ok")
-        client.call(M("confirm.select")(), "confirm.select-ok")
-        client.props = PERSISTENT
         began = time.perf_counter()
         client.publish([QUEUE], messages, confirm=True)
         rate = messages / (time.perf_counter() - began)
@@ -172,12 +178,8 @@ def consume_persistent_rate(host: str, port: int, messages: int) -> float:
     """msgs/s of consuming (and acking, bench_broker's client) a backlog of ``messages``
     persistent 100-byte messages from one durable queue: every delivery is recorded in the
     data directory's delivery log (``broker/store/deliveries.py``) before it goes out."""
-    client = Client(host, port)
+    client = _persistent_publisher(host, port)
     try:
-        client.call(M("queue.declare")(queue=QUEUE, durable=True), "queue.declare-ok")
-        client.call(M("queue.purge")(queue=QUEUE), "queue.purge-ok")
-        client.call(M("confirm.select")(), "confirm.select-ok")
-        client.props = PERSISTENT
         client.publish([QUEUE], messages, confirm=True)
         rate = _timed(lambda: Client(host, port).consume([QUEUE], messages), messages)
         client.call(M("queue.delete")(queue=QUEUE), "queue.delete-ok")

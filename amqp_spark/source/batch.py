@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import to_record_batch
-from amqp_spark.source.connecting import connect_with_retry, using_queue
+from amqp_spark.source.connecting import open_with_retry, using_queue
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
+
+if TYPE_CHECKING:
+    from amqp_spark.client import Channel, Connection
 
 
 class AMQPBatchReader(DataSourceReader):
@@ -56,15 +60,19 @@ class AMQPBatchReader(DataSourceReader):
 
     def _queue_drains(self) -> list[InputPartition]:
         opts = self.options
-        conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "batch planner")
-        try:
+
+        def ask_depths(conn: Connection) -> dict[str, int]:
             ch = conn.channel()
             depths = {}
             for queue in opts.queues:
                 with using_queue(queue, opts.queue_type):
-                    depths[queue] = ch.queue_declare(queue, passive=True).message_count
-        finally:
-            conn.close()
+                    depths[queue] = int(ch.queue_declare(queue, passive=True).message_count)
+            return depths
+
+        conn, depths = open_with_retry(
+            opts.uri, opts.max_reconnect_attempts, "batch planner", ask_depths
+        )
+        conn.close()
         cap = opts.max_messages_per_trigger
         return [
             QueueDrainPartition(
@@ -90,12 +98,16 @@ class AMQPBatchReader(DataSourceReader):
 def drain_queue(part: QueueDrainPartition) -> Iterator[pa.RecordBatch]:
     """Up to ``count`` messages of a classic queue; stops early when the queue stays quiet
     for ``pollTimeoutMs`` (another consumer took some). Then acks or requeues them all."""
-    conn = connect_with_retry(part.uri, part.max_reconnect_attempts, "batch queue reader")
-    try:
+
+    def consume(conn: Connection) -> Channel:
         ch = conn.channel()
         ch.basic_qos(prefetch_count=part.prefetch)
         with using_queue(part.queue, "classic"):
             ch.basic_consume(part.queue)
+        return ch
+
+    conn, ch = open_with_retry(part.uri, part.max_reconnect_attempts, "batch queue reader", consume)
+    try:
         pending, taken, last_tag = [], 0, 0
         while taken < part.count:
             d = ch.next_delivery(timeout=part.poll_timeout)

@@ -35,13 +35,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp_spark.offsets import ClassicOffset
-from amqp_spark.source.connecting import connect_with_retry, using_queue
+from amqp_spark.source.connecting import open_with_retry, using_queue
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
+    from amqp_spark.client.channel import PendingReply
 
-#: How often ``waiting()`` may ask the broker for queue depths (a round trip each).
+#: How often ``waiting()`` may ask the broker for queue depths.
 DEPTH_REFRESH_SECONDS = 1.0
 #: How long the drain loop sleeps while deliveries are streaming in: long enough that the
 #: I/O thread decodes hundreds of them undisturbed, short next to a batch's duration.
@@ -110,8 +111,11 @@ class ClassicConsumers:
         self.queues: tuple[str, ...] = ()
         #: AvailableNow: admit only what the queues held when consuming started.
         self._available_now = False
+        #: Per queue, its ready count at the broker's last answer, and the questions asked.
         self._depths: dict[str, int] = {}
         self._depths_at = 0.0
+        self._depth_channel: Channel | None = None
+        self._depth_questions: dict[str, PendingReply] = {}
         # One consumer may have at most CONSUMER_PREFETCH_MAX unacked: a larger window is
         # shared by several consumers on the queue's channel. Their deliveries share the
         # channel's tags, so a batch is still a prefix of one sequence and one ack covers it.
@@ -134,25 +138,34 @@ class ClassicConsumers:
                 return
             self._drop_connection()
             opts = self._options
-            conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "stream consumer")
-            try:
-                queues = opts.queues or (self._declare_bound_queue(conn),)
-                consumers = {}
-                for queue in queues:
-                    with using_queue(queue, opts.queue_type):
-                        ch = conn.channel()
-                        ch.basic_qos(prefetch_count=self._share)
-                        budget = self._depth(ch, queue) if self._available_now else None
-                        consumers[queue] = _Consumer(ch, budget)
-                for queue, consumer in consumers.items():
-                    with using_queue(queue, opts.queue_type):
-                        for _ in range(self._consumers_per_queue):
-                            consumer.channel.basic_consume(queue, no_ack=False)
-            except BaseException:
-                conn.close()
-                raise
+            conn, (queues, depth_channel, consumers) = open_with_retry(
+                opts.uri, opts.max_reconnect_attempts, "stream consumer", self._start_consuming
+            )
             self._conn, self._consumers, self.queues = conn, consumers, queues
+            self._depth_channel, self._depths_at = depth_channel, 0.0
             self.connection_id = uuid.uuid4().hex
+            self._ask_depths()  # now, so that the first progress report has an answer
+
+    def _start_consuming(
+        self, conn: Connection
+    ) -> tuple[tuple[str, ...], Channel, dict[str, _Consumer]]:
+        """The queues, the channel asking their depths, and their consumers, on ``conn``."""
+        opts = self._options
+        queues = opts.queues or (self._declare_bound_queue(conn),)
+        # Opened before the deliveries stream in: its open-ok would wait behind them.
+        depth_channel = conn.channel()
+        consumers = {}
+        for queue in queues:
+            with using_queue(queue, opts.queue_type):
+                ch = conn.channel()
+                ch.basic_qos(prefetch_count=self._share)
+                budget = self._depth(ch, queue) if self._available_now else None
+                consumers[queue] = _Consumer(ch, budget)
+        for queue, consumer in consumers.items():
+            with using_queue(queue, opts.queue_type):
+                for _ in range(self._consumers_per_queue):
+                    consumer.channel.basic_consume(queue, no_ack=False)
+        return queues, depth_channel, consumers
 
     def _declare_bound_queue(self, conn: Connection) -> str:
         """A server-named, exclusive queue bound to ``exchange`` for this connection."""
@@ -168,6 +181,7 @@ class ClassicConsumers:
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         self._consumers = {}
+        self._depth_channel, self._depth_questions = None, {}
         if conn is not None:
             conn.close()
 
@@ -366,26 +380,43 @@ class ClassicConsumers:
 
     # -- reporting ----------------------------------------------------------------------------
 
-    def waiting(self) -> dict[str, dict[str, int]]:
-        """Per queue, messages ready on the broker (asked at most once a second, so up to a
-        second old) and messages received but not yet acked (in a batch or waiting for one)."""
-        from amqp_spark.client import ClientError
-
+    def waiting(self) -> dict[str, dict[str, int | None]]:
+        """Per queue, messages ready on the broker (at its last answer, about a second old;
+        None before the first) and messages received but not yet acked (in a batch or
+        waiting for one)."""
         with self._lock:
-            now = time.monotonic()
-            if self._conn is not None and now - self._depths_at >= DEPTH_REFRESH_SECONDS:
-                self._depths_at = now
-                try:
-                    ch = self._conn.channel()
-                    self._depths = {q: self._depth(ch, q) for q in self.queues}
-                    ch.close()
-                except ClientError:
-                    pass  # reported from the last good answer; consuming is unaffected
+            self._ask_depths()
             unacked = {q: len(c.arrived) for q, c in self._consumers.items()}
             return {
-                q: {"ready": self._depths.get(q, 0), "unacked": unacked.get(q, 0)}
-                for q in self.queues
+                q: {"ready": self._depths.get(q), "unacked": unacked.get(q, 0)} for q in self.queues
             }
+
+    def _ask_depths(self) -> None:
+        """Take the broker's answers to the depth questions asked before and, once all are
+        in and a second has passed, ask again, without waiting for the answers: on this
+        connection they come behind up to a window of deliveries (measured: about a second
+        behind 65535 messages of 100 bytes, and Spark asks for progress at every trigger).
+        Passive declares on a channel of their own, opened before consuming started."""
+        from amqp_spark.client import ClientError
+
+        try:
+            for queue, question in list(self._depth_questions.items()):
+                answer = question.result()
+                if answer is not None:
+                    self._depths[queue] = int(answer.message_count)
+                    del self._depth_questions[queue]
+            ch = self._depth_channel
+            if ch is None or self._depth_questions:
+                return
+            if time.monotonic() - self._depths_at >= DEPTH_REFRESH_SECONDS:
+                self._depths_at = time.monotonic()
+                self._depth_questions = {
+                    q: ch.request_later("queue.declare", queue=q, passive=True) for q in self.queues
+                }
+        except ClientError:
+            # A queue gone (404 closes the channel) or the connection lost: report the last
+            # answers; consuming is unaffected, and a new connection brings a new channel.
+            self._depth_channel, self._depth_questions = None, {}
 
 
 def fair_shares(available: dict[str, int], total: int) -> dict[str, int]:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from amqp_spark.options import OptionError, redact_uri
 
 if TYPE_CHECKING:
     from amqp_spark.client import Connection
+
+T = TypeVar("T")
 
 #: Seconds between attempts: doubling from the first, capped at the last.
 BACKOFF_FIRST, BACKOFF_MAX = 0.5, 8.0
@@ -21,29 +23,59 @@ class BrokerUnavailable(RuntimeError):
     """The broker could not be reached within the allowed attempts."""
 
 
-def connect_with_retry(uri: str, attempts: int, purpose: str) -> Connection:
-    """A connection to ``uri``, trying ``1 + attempts`` times with a doubling pause.
+def open_with_retry(
+    uri: str, attempts: int, purpose: str, setup: Callable[[Connection], T]
+) -> tuple[Connection, T]:
+    """A connection to ``uri`` and what ``setup`` (declares, consumers) made on it, trying
+    ``1 + attempts`` times with a doubling pause.
 
-    Never waits forever: the client bounds each attempt with its ``connection_timeout``
-    and the number of attempts is bounded here. The error names the broker (password
-    redacted), the attempts and the last cause.
+    Tried again: a broker that cannot be reached or drops the connection during ``setup``,
+    and a queue the broker cannot serve yet (``QueueUnavailable``: RabbitMQ answers so for a
+    moment after a restart). Any other error of ``setup`` is final. Never waits forever: the
+    client bounds each attempt with its ``connection_timeout`` and the number of attempts is
+    bounded here. The error names the broker (password redacted), the attempts and the last
+    cause.
     """
-    from amqp_spark.client import ClientError, connect
+    from amqp_spark.client import ChannelClosed, ClientError, connect
 
-    pause, last_error = BACKOFF_FIRST, None
+    pause = BACKOFF_FIRST
+    last_error: BaseException | None = None
     for attempt in range(attempts + 1):
         if attempt:
             time.sleep(pause)
             pause = min(pause * 2, BACKOFF_MAX)
         try:
-            return connect(uri, client_properties={"connection_name": f"amqp-spark {purpose}"})
+            conn = connect(uri, client_properties={"connection_name": f"amqp-spark {purpose}"})
         except (ClientError, OSError) as e:
             last_error = e
+            continue
+        try:
+            return conn, setup(conn)
+        except ChannelClosed:
+            conn.close()
+            raise
+        except (QueueUnavailable, ClientError) as e:
+            last_error = e
+        except BaseException:
+            conn.close()
+            raise
+        conn.close()
+    what = "use" if isinstance(last_error, QueueUnavailable) else "connect to"
     raise BrokerUnavailable(
-        f"amqp source ({purpose}): cannot connect to {redact_uri(uri)} after {attempts + 1} "
-        f"attempt(s): {last_error!r}. Check the 'uri' option and that the broker is up; "
+        f"amqp source ({purpose}): cannot {what} {redact_uri(uri)} after {attempts + 1} "
+        f"attempt(s): {last_error}. Check the 'uri' option and that the broker is up; "
         "'maxReconnectAttempts' sets how often to retry."
     ) from last_error
+
+
+class QueueUnavailable(RuntimeError):
+    """A queue the broker has but cannot serve yet: RabbitMQ answers 404 "home node ... is
+    down or inaccessible" for a durable queue whose node is still recovering it (measured:
+    a stream queue, for a moment after ``rabbitmqctl start_app``)."""
+
+
+#: RabbitMQ's reply text for a queue that exists but is not available yet.
+_RECOVERING = "down or inaccessible"
 
 
 #: Reply codes of a queue the server refuses to let us use as asked.
@@ -54,12 +86,15 @@ _NOT_FOUND, _PRECONDITION_FAILED = 404, 406
 def using_queue(queue: str, queue_type: str) -> Iterator[None]:
     """Turn the server's refusal of ``queue`` into an error naming the option to fix: a
     queue that does not exist (404; the source declares none), or one of another type than
-    ``queueType`` says (RabbitMQ refuses stream arguments on a classic queue: 406)."""
+    ``queueType`` says (RabbitMQ refuses stream arguments on a classic queue: 406). A queue
+    not available yet becomes ``QueueUnavailable``, which ``open_with_retry`` tries again."""
     from amqp_spark.client import ChannelClosed
 
     try:
         yield
     except ChannelClosed as e:
+        if e.reply_code == _NOT_FOUND and _RECOVERING in e.reply_text:
+            raise QueueUnavailable(f"queue {queue!r}: the broker says: {e.reply_text}") from e
         if e.reply_code == _NOT_FOUND:
             raise OptionError(
                 "queue",

@@ -28,7 +28,7 @@ import pyarrow as pa
 from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.classic import Limits
-from amqp_spark.source.connecting import connect_with_retry, not_a_stream, using_queue
+from amqp_spark.source.connecting import not_a_stream, open_with_retry, using_queue
 from amqp_spark.source.options import SourceOptions, StartSpec
 from amqp_spark.source.partitions import StreamRangePartition
 
@@ -58,19 +58,20 @@ class StreamTails:
             return
         self._conn = None
         opts = self._options
-        conn = connect_with_retry(opts.uri, opts.max_reconnect_attempts, "stream positions")
-        tails = {}
-        try:
+
+        def follow_tails(conn: Connection) -> dict[str, Channel]:
+            tails = {}
             for queue in opts.queues:
                 with using_queue(queue, opts.queue_type):
                     ch = conn.channel()
                     ch.basic_qos(prefetch_count=opts.consumer_prefetch)
                     ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: "last"})
                 tails[queue] = ch
-        except BaseException:
-            conn.close()
-            raise
-        self._conn, self._tails = conn, tails
+            return tails
+
+        self._conn, self._tails = open_with_retry(
+            opts.uri, opts.max_reconnect_attempts, "stream positions", follow_tails
+        )
         self._settle()
 
     def _follow(self) -> int:
@@ -218,12 +219,18 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     end were seen by the driver, so they must come; a silence of ``pollTimeoutMs`` x 10
     means the stream was truncated or the broker is unwell.
     """
-    conn = connect_with_retry(part.uri, part.max_reconnect_attempts, "stream range reader")
-    try:
+
+    def consume_from_start(conn: Connection) -> Channel:
         ch = conn.channel()
         ch.basic_qos(prefetch_count=part.prefetch)
         with using_queue(part.queue, "stream"):
             ch.basic_consume(part.queue, arguments={STREAM_OFFSET_HEADER: part.start})
+        return ch
+
+    conn, ch = open_with_retry(
+        part.uri, part.max_reconnect_attempts, "stream range reader", consume_from_start
+    )
+    try:
         pending: list[Delivery] = []
         last, unacked, ack_every = part.start - 1, 0, max(1, part.prefetch // 2)
         while last < part.end - 1:

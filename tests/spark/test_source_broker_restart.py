@@ -176,25 +176,13 @@ def test_stream_queue_loses_and_repeats_nothing_across_a_broker_restart(
     assert sorted(got) == list(enumerate(bodies(BEFORE, "before") + bodies(AFTER, "after")))
 
 
-#: Why the stream reader fails right after a RabbitMQ restart (source bug, issue 5).
-STREAM_DOWN_AFTER_RESTART = (
-    "for a moment after a restart RabbitMQ refuses basic.consume on a stream queue with 404 "
-    "NOT_FOUND 'home node ... of durable queue ... is down or inaccessible'; the source "
-    "(StreamTails._ensure_open through connecting.using_queue, and read_range likewise) turns "
-    "every 404 into OptionError('queue': 'names of queues that exist on the broker') at once "
-    "instead of retrying within maxReconnectAttempts, so latestOffset raises and the query "
-    "fails with an error saying the queue does not exist"
-)
-
-
 RESTARTS_TO_CATCH_THE_QUEUE_DOWN = 5
 
 
-def test_stream_positions_are_read_right_after_a_broker_restart(
-    restartable: Restartable, request: pytest.FixtureRequest
-) -> None:
-    if isinstance(restartable, RestartableRabbitMQ):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=STREAM_DOWN_AFTER_RESTART))
+def test_stream_positions_are_read_right_after_a_broker_restart(restartable: Restartable) -> None:
+    """For a moment after a restart RabbitMQ refuses basic.consume on a stream queue with 404
+    'home node ... is down or inaccessible': the source tries again (maxReconnectAttempts)
+    rather than fail saying the queue does not exist."""
     broker = restartable.broker
     queue = broker.new_stream_queue()
     broker.publish(queue, bodies(50))

@@ -258,7 +258,43 @@ def test_last_progress_shows_latest_offset_and_messages_waiting(
     source = query.lastProgress["sources"][0]
     assert as_dict(source["endOffset"])["deliveryTags"] == {queue: 9}
     waiting = as_dict(source["latestOffset"])["messagesWaiting"][queue]
-    assert waiting == {"ready": 0, "unacked": 9}  # as planned: all in the batch, unacked
+    assert waiting["unacked"] == 9  # as planned: all in the batch, unacked
+    # Asked when consuming started, answered behind the deliveries: 0, or not in yet.
+    assert waiting["ready"] in (0, None)
+
+
+def test_messages_waiting_shows_the_backlog_still_ready_on_the_broker(
+    broker: Broker, queries: Queries
+) -> None:
+    """``ready`` is the broker's count as of its last answer (asked once a second, never
+    waited for): with a window of 10 over a backlog of 60, it shows the backlog shrink."""
+    queue = broker.new_queue()
+    broker.publish(queue, bodies(60))
+    reports: list[dict[str, int | None]] = []
+
+    def waiting() -> dict[str, int | None] | None:
+        progress = query.lastProgress
+        if progress is None:
+            return None
+        report = as_dict(progress["sources"][0]["latestOffset"])["messagesWaiting"][queue]
+        reports.append(report)
+        return report
+
+    query = queries.start(
+        {**options(broker, queue), "prefetch": "10", "maxMessagesPerTrigger": "5"},
+        queries.checkpoint(),
+        lambda df, _: time.sleep(0.3),
+        trigger={"processingTime": "200 milliseconds"},
+    )
+    try:
+        wait_until(lambda: waiting() == {"ready": 0, "unacked": 0}, 120, "the backlog drained")
+    finally:
+        query.stop()
+
+    backlog = [r["ready"] for r in reports if r["ready"]]
+    assert backlog, f"no report showed messages ready on the broker: {reports}"
+    assert max(backlog) <= 50  # the window of 10 was out from the start
+    assert backlog == sorted(backlog, reverse=True)  # nothing published meanwhile
 
 
 def test_unreachable_broker_fails_the_query_with_a_clear_error(queries: Queries) -> None:
