@@ -28,7 +28,7 @@ from .events import (
 from .methods import Method
 from .properties import Properties
 from .spec import Spec
-from .versions import ALL_SPECS
+from .versions import ALL_SPECS, spec_for_header
 
 _CONTENT_HEADER = struct.Struct(">HHQ")
 _FRAME_HEAD = frames.FRAME_HEADER
@@ -95,7 +95,7 @@ class Connection:
         offered = tuple(supported) or ((spec,) if spec is not None else ALL_SPECS)
         self.role = role
         self.spec: Spec | None = spec
-        self._supported = {s.protocol_header: s for s in offered}
+        self._offered = offered
         self._preferred = offered[0]
         self.frame_max = frame_max
         self.channel_max = 65535
@@ -237,7 +237,7 @@ class Connection:
                 self._wanted = 8
             return 0
         header = bytes(data[:8])
-        spec = self._supported.get(header) if self.role == "server" else None
+        spec = spec_for_header(header, self._offered) if self.role == "server" else None
         if spec is None:
             self._refuse(header, events)
             return 8

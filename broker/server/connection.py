@@ -364,10 +364,6 @@ class AMQPConnection(asyncio.Protocol):
         elif isinstance(ev, events.OtherFrameReceived):
             spec09_connection.other_frame(self, ev)
         elif isinstance(ev, events.UnsupportedProtocol):
-            legacy = spec09_connection.legacy_0_8(self, ev)
-            if legacy is not None:
-                self._handle_events(legacy)
-                return
             log.info("connection %s: unsupported protocol header %r", self.peer, ev.header)
             assert self.transport is not None
             self.transport.write(ev.reply)

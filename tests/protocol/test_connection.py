@@ -178,6 +178,15 @@ def test_server_waits_for_a_header_arriving_byte_by_byte() -> None:
     assert server.receive_data(header[7:]) == [ProtocolHeaderReceived(SPEC_0_9)]
 
 
+def test_server_negotiates_a_header_alias_as_its_version() -> None:
+    """py-amqplib's ``AMQP 1 1 9 1`` is one of 0-8's ``header_aliases``."""
+    (alias,) = SPEC_0_8.header_aliases
+    assert Connection("server").receive_data(alias) == [ProtocolHeaderReceived(SPEC_0_8)]
+    assert Connection("server", SPEC).receive_data(alias) == [
+        UnsupportedProtocol(alias, SPEC.protocol_header)
+    ]
+
+
 def test_server_with_one_spec_refuses_the_others() -> None:
     server = Connection("server", SPEC_0_8)
     assert server.receive_data(SPEC.protocol_header) == [

@@ -9,8 +9,8 @@ and refused tuning.
   connection.redirect to the first of them (known-hosts: all of them) and the connection
   ends. A client that insists is served here (rule connection.open.insist:behaviour).
 - The protocol header ``AMQP 1 1 9 1``, which py-amqplib and other pre-standard 0-8 clients
-  send, opens a 0-8 connection, as it does on RabbitMQ (the protocol layer knows it as one
-  of 0-8's ``header_aliases``).
+  send, opens a 0-8 connection, as it does on RabbitMQ: the protocol layer negotiates it as
+  one of 0-8's ``header_aliases``.
 - Frame types 4-7 (oob-method, oob-header, oob-body, trace): the spec names them only.
   Out-of-band transfers would be configured by channel.open's out-of-band field, whose
   syntax the spec leaves "to be formally defined at a later date"; no channel has them
@@ -31,24 +31,12 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import SPEC_0_8, Connection, errors, events, frames
-from amqp_spark.protocol.versions import spec_for_header
+from amqp_spark.protocol import SPEC_0_8, errors, events, frames
 
 if TYPE_CHECKING:
     from ..connection import AMQPConnection
 
 log = logging.getLogger(__name__)
-
-
-def legacy_0_8(conn: AMQPConnection, ev: events.UnsupportedProtocol) -> list[events.Event] | None:
-    """For a refused header that is another name of a version we speak (the protocol layer's
-    ``Spec.header_aliases``: py-amqplib's for 0-8): a new protocol state of that version for
-    ``conn`` and the events of its negotiation. None for any other header."""
-    spec = spec_for_header(ev.header)
-    if spec is None:
-        return None
-    conn.proto = Connection("server", supported=[spec], max_body_size=conn.proto.max_body_size)
-    return conn.proto.receive_data(spec.protocol_header)
 
 
 def speaks_0_9(conn: AMQPConnection) -> bool:
