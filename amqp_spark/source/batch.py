@@ -22,7 +22,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import to_record_batch
-from amqp_spark.source.connecting import open_with_retry, using_queue
+from amqp_spark.source.connecting import consume_on_new_channel, open_with_retry, using_queue
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
@@ -100,11 +100,7 @@ def drain_queue(part: QueueDrainPartition) -> Iterator[pa.RecordBatch]:
     for ``pollTimeoutMs`` (another consumer took some). Then acks or requeues them all."""
 
     def consume(conn: Connection) -> Channel:
-        ch = conn.channel()
-        ch.basic_qos(prefetch_count=part.prefetch)
-        with using_queue(part.queue, "classic"):
-            ch.basic_consume(part.queue)
-        return ch
+        return consume_on_new_channel(conn, part.queue, "classic", part.prefetch)
 
     conn, ch = open_with_retry(part.uri, part.max_reconnect_attempts, "batch queue reader", consume)
     try:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from amqp_spark.options import OptionError, redact_uri
 
 if TYPE_CHECKING:
-    from amqp_spark.client import Connection
+    from amqp_spark.client import Channel, Connection
 
 T = TypeVar("T")
 
@@ -105,6 +105,22 @@ def using_queue(queue: str, queue_type: str) -> Iterator[None]:
         if e.reply_code == _PRECONDITION_FAILED and queue_type == "stream":
             raise not_a_stream(queue, f"the broker says: {e.reply_text}") from e
         raise
+
+
+def consume_on_new_channel(
+    conn: Connection,
+    queue: str,
+    queue_type: str,
+    prefetch: int,
+    arguments: dict[str, Any] | None = None,
+) -> Channel:
+    """A new channel on ``conn`` with ``prefetch``, consuming ``queue`` (refusals turned
+    into errors by ``using_queue``)."""
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=prefetch)
+    with using_queue(queue, queue_type):
+        ch.basic_consume(queue, arguments=arguments)
+    return ch
 
 
 def not_a_stream(queue: str, why: str) -> OptionError:

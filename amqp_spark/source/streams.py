@@ -28,7 +28,7 @@ import pyarrow as pa
 from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.classic import Limits
-from amqp_spark.source.connecting import not_a_stream, open_with_retry, using_queue
+from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
 from amqp_spark.source.options import SourceOptions, StartSpec
 from amqp_spark.source.partitions import StreamRangePartition
 
@@ -60,14 +60,16 @@ class StreamTails:
         opts = self._options
 
         def follow_tails(conn: Connection) -> dict[str, Channel]:
-            tails = {}
-            for queue in opts.queues:
-                with using_queue(queue, opts.queue_type):
-                    ch = conn.channel()
-                    ch.basic_qos(prefetch_count=opts.consumer_prefetch)
-                    ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: "last"})
-                tails[queue] = ch
-            return tails
+            return {
+                queue: consume_on_new_channel(
+                    conn,
+                    queue,
+                    opts.queue_type,
+                    opts.consumer_prefetch,
+                    {STREAM_OFFSET_HEADER: "last"},
+                )
+                for queue in opts.queues
+            }
 
         self._conn, self._tails = open_with_retry(
             opts.uri, opts.max_reconnect_attempts, "stream positions", follow_tails
@@ -221,11 +223,8 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     """
 
     def consume_from_start(conn: Connection) -> Channel:
-        ch = conn.channel()
-        ch.basic_qos(prefetch_count=part.prefetch)
-        with using_queue(part.queue, "stream"):
-            ch.basic_consume(part.queue, arguments={STREAM_OFFSET_HEADER: part.start})
-        return ch
+        arguments = {STREAM_OFFSET_HEADER: part.start}
+        return consume_on_new_channel(conn, part.queue, "stream", part.prefetch, arguments)
 
     conn, ch = open_with_retry(
         part.uri, part.max_reconnect_attempts, "stream range reader", consume_from_start
