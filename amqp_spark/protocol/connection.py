@@ -326,14 +326,16 @@ class Connection:
         else:
             if n - header_end < 8:
                 return None
-            end_octet, frame_type, frame_channel, size = _END_AND_HEAD.unpack_from(data, header_end)
-            after = header_end + 8 + size
+            end_octet, frame_type, frame_channel, body_frame_size = _END_AND_HEAD.unpack_from(
+                data, header_end
+            )
+            after = header_end + 8 + body_frame_size
             if (
                 end_octet != 0xCE
                 or frame_type != 3
                 or frame_channel != channel
-                or size != body_size
-                or size > size_limit
+                or body_frame_size != body_size
+                or body_frame_size > size_limit
                 or after >= n
                 or data[after] != 0xCE
             ):
