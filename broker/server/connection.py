@@ -230,15 +230,22 @@ class AMQPConnection(asyncio.Protocol):
         self._out.clear()
         self._out_bytes = 0
         self._pump.hold_content(data, channel, delivery_tag, size, self.proto.frame_max)
+        self._flush_soon()
+
+    def _flush_soon(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self.loop.call_soon(self._flush)
 
     def _drain_pump(self) -> None:
+        """One piece of a held content per event-loop turn (then ``_flush`` drains again):
+        what the peer sent meanwhile, such as a reject of that content, is read in between."""
         transport = self.transport
         if not self._pump.holding or transport is None or transport.is_closing():
             return
         self._pump.drain(transport.write, lambda: self._write_paused)
+        if self._pump.holding and not self._write_paused:
+            self._flush_soon()
         self._update_reading()
 
     def cancel_content(self, channel: int, delivery_tag: int) -> None:

@@ -8,6 +8,11 @@ A content larger than one body frame goes out through a ``ContentPump``: its bod
 are handed to the transport only while the transport is not paused by TCP flow control;
 until then they are held here, where ``cancel`` can still replace them with the cancel
 frame. Everything written after a held content waits behind it, so frames keep their order.
+
+The pump hands over one piece of a content per ``drain``, and the connection drains again on
+its next event-loop turn: a peer that keeps reading never pauses the transport, and a pump
+that wrote on until the content was out would read a reject only once there is nothing left
+to cancel.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from collections.abc import Callable
 from amqp_spark.protocol.frames import FRAME_HEADER, FRAME_OVERHEAD
 
 _BODY = 3
-#: Body frames handed to the transport in one write (the pump checks for a pause after each).
+#: Body frames handed to the transport in one ``drain``: a reject is read between two pieces.
 _WRITE_SIZE = 256 * 1024
 
 
@@ -77,7 +82,8 @@ class ContentPump:
         return False
 
     def drain(self, write: Callable[[bytes], None], paused: Callable[[], bool]) -> None:
-        """Write held output in order until the transport pauses or nothing is left."""
+        """Write held output in order until the transport pauses, a piece of a content has
+        been written or nothing is left; ``holding`` then says whether to drain again."""
         items = self._items
         while items and not paused():
             item = items[0]
@@ -94,6 +100,7 @@ class ContentPump:
                 item.offset = end
                 if end == len(item.frames):
                     items.popleft()
+                break
         self.holding = bool(items)
 
 

@@ -17,9 +17,24 @@ from amqp_spark.protocol import SPEC_0_9, Connection, Spec
 TIMEOUT = 5.0
 
 
+def _connect(address: tuple[str, int], receive_buffer: int | None) -> socket.socket:
+    if receive_buffer is None:
+        return socket.create_connection(address, timeout=TIMEOUT)
+    family, kind, proto, _, sockaddr = socket.getaddrinfo(*address, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    # Before connecting: the window scale is agreed in the handshake.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.settimeout(TIMEOUT)
+    sock.connect(sockaddr)
+    return sock
+
+
 class Peer:
     """A 0-9 client connection. ``handshake=False`` stops after the protocol header, for
-    tests that drive the handshake step by step (``login``, ``tune``, ``open``)."""
+    tests that drive the handshake step by step (``login``, ``tune``, ``open``).
+    ``receive_buffer``: a fixed SO_RCVBUF, which turns the kernel's receive autotuning off
+    (its limit, tcp_rmem, is 32 MiB on recent kernels), for tests that need what the server
+    can send while the peer does not read bounded."""
 
     def __init__(
         self,
@@ -31,10 +46,11 @@ class Peer:
         virtual_host: str = "/",
         handshake: bool = True,
         header: bytes | None = None,
+        receive_buffer: int | None = None,
     ):
         parts = urlsplit(url)
         self.spec = spec
-        self.sock = socket.create_connection((parts.hostname, parts.port or 5672), timeout=TIMEOUT)
+        self.sock = _connect((parts.hostname or "", parts.port or 5672), receive_buffer)
         self.proto = Connection("client", spec)
         self.pending: list[Any] = []
         self.closed = False

@@ -13,11 +13,15 @@ from amqp_spark.protocol import SPEC_0_9, Connection
 from amqp_spark.protocol.events import ContentReceived
 from amqp_spark.protocol.frames import FRAME_HEADER
 from broker import Broker
+from broker.server.content_pump import ContentPump
 
 from .peer import Peer
 
 RULE = "basic.reject:01"
 BODY_SIZE = 24 << 20  # far more than the socket buffers hold while the consumer does not read
+#: The consumer's SO_RCVBUF: fixed, so that the kernel's autotuning cannot open its window to
+#: the whole content before the reject is sent (tcp_rmem allows up to 32 MiB).
+RECEIVE_BUFFER = 64 * 1024
 CANCEL_FRAME = FRAME_HEADER.pack(3, 1, 0) + b"\xce"
 
 
@@ -31,14 +35,16 @@ def test_a_reject_during_a_backed_up_delivery_cancels_the_rest_of_its_content(
         ch.confirm_select()
         ch.basic_publish("", "large", b"\x01" * BODY_SIZE)
         ch.wait_for_confirms()
-    peer = Peer(broker.url)
+    peer = Peer(broker.url, receive_buffer=RECEIVE_BUFFER)
     try:
         peer.open_channel(1)
         peer.call(1, "basic.consume", queue="large", consumer_tag="c")
-        # The delivery (tag 1) is on its way; its content cannot all fit in the buffers.
+        # The delivery (tag 1) is on its way; its content cannot all fit in the buffers, so
+        # the broker is still sending it when the reject arrives.
         peer.send(1, "basic.reject", delivery_tag=1, requeue=False)
-        # Replies come after the cancel frame: had the content been sent whole, its
-        # delivery would be among the events read until then.
+        # Reading from here on lets the broker send on: it must still read the reject
+        # before the content is out. Replies come after the cancel frame: had the content
+        # been sent whole, its delivery would be among the events read until then.
         assert peer.call(1, "queue.declare", queue="large", passive=True).message_count == 0
         assert not [e for e in peer.pending if isinstance(e, ContentReceived)]
         assert peer.proto.partial_body(1) == b""
@@ -70,3 +76,22 @@ def test_the_client_drops_a_content_cancelled_by_an_empty_body_frame() -> None:
     events = client.receive_data(head + first_frame + CANCEL_FRAME + next_head + next_body)
     (event,) = events
     assert isinstance(event, ContentReceived) and event.body == b"b" * 10000
+
+
+@pytest.mark.spec_rule(RULE)
+def test_the_pump_sends_a_piece_at_a_time_so_a_reject_read_in_between_cancels_the_rest() -> None:
+    """A consumer that keeps reading never pauses the transport: the broker reads a reject
+    between two pieces of the content, not once it is all sent."""
+    body_size = 1 << 20
+    client, head, body_frames = _client_and_delivery_frames(b"a" * body_size)
+    pump = ContentPump()
+    pump.hold_content(head + body_frames, 1, 1, body_size, frame_max=4096)
+    written: list[bytes] = []
+    pump.drain(written.append, paused=lambda: False)
+    assert pump.holding
+    assert pump.cancel(1, 1)
+    pump.drain(written.append, paused=lambda: False)
+    assert not pump.holding
+    sent = b"".join(written)
+    assert sent.endswith(CANCEL_FRAME) and len(sent) < len(head) + len(body_frames)
+    assert client.receive_data(sent) == [] and client.partial_body(1) == b""
