@@ -9,9 +9,11 @@ It is a classic ``Queue`` run with other rules, all measured on RabbitMQ 3.10.8:
 - every return counts: deliveries carry ``x-delivery-count`` once a message came back (a
   basic.get-ok always does, 0 at first), and past ``x-delivery-limit`` returns the message is
   dead-lettered (reason ``delivery_limit``);
-- basic.nack, basic.reject and basic.recover requeue to the back of the queue; what a closing
-  channel held goes back to the head;
-- queue.declare-ok counts each unsettled basic.get as a consumer;
+- basic.nack, basic.reject and basic.recover requeue to the back of the queue, or to the
+  head when the queue has an ``x-delivery-limit`` argument (whatever its value); what a
+  closing channel held goes back to the head;
+- queue.declare-ok counts each unsettled basic.get as a consumer, and a cancelled consumer
+  until its last delivery is settled;
 - ``reject-publish`` is a soft limit: the publish that takes the queue past its limit is
   accepted, the following ones are refused until the ready messages fall to 80% of it;
 - global qos, the ``x-cancel-on-ha-failover`` and ``x-stream-offset`` consumer arguments,
@@ -85,12 +87,23 @@ class QuorumQueue(Queue):
     #: True while a reject-publish queue refuses publishes (it went past its limit).
     _rejecting = False
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Consumers cancelled while deliveries of theirs were unacknowledged; those that
+        #: have settled them all since are dropped at the next cancel or count.
+        self._cancelled: list[Consumer] = []
+
     @property
     def consumer_count(self) -> int:
         """RabbitMQ 3.10.8 counts every unsettled basic.get as a consumer of a quorum
         queue until its message is acked, requeued, rejected or its channel closes: two
-        held on one channel count 2, a no-ack get none."""
-        return len(self.consumers) + self.gets_unsettled
+        held on one channel count 2, a no-ack get none. A cancelled consumer counts until
+        its last delivery is settled (acked, requeued, rejected or returned by its closing
+        channel), as one with a consumer of the same tag on the same channel: RabbitMQ
+        keys a quorum queue's consumers by channel and tag."""
+        live = {(c.sink, c.tag) for c in self.consumers}
+        held = {(c.sink, c.tag) for c in self._still_holding()} - live
+        return len(self.consumers) + len(held) + self.gets_unsettled
 
     @property
     def counts_deliveries(self) -> bool:
@@ -178,6 +191,19 @@ class QuorumQueue(Queue):
         consumer.exclusive = False
         super().add_consumer(consumer, arguments)
 
+    def remove_consumer(self, consumer: Consumer) -> None:
+        """A consumer cancelled with unacknowledged deliveries is kept for
+        ``consumer_count``, which reads their number then: settling them costs nothing
+        more."""
+        if consumer.unacked and consumer in self.consumers:
+            self._cancelled = [*self._still_holding(), consumer]
+        super().remove_consumer(consumer)
+
+    def _still_holding(self) -> list[Consumer]:
+        """The cancelled consumers with deliveries unsettled (the others are let go)."""
+        self._cancelled = [c for c in self._cancelled if c.unacked]
+        return self._cancelled
+
     def as_delivered(self, entry: QueuedMessage, *, fetched: bool = False) -> Message:
         """With ``x-delivery-count`` once the message came back; basic.get-ok always has it."""
         if entry.delivery_count or fetched:
@@ -194,8 +220,16 @@ class QuorumQueue(Queue):
         return super().returned(entry)
 
     def requeue(self, entries: list[QueuedMessage]) -> None:
-        """basic.nack, basic.reject and basic.recover requeue to the back."""
-        self._put_back(entries, at_head=False)
+        """basic.nack, basic.reject and basic.recover requeue to the back; with an
+        ``x-delivery-limit`` argument (RabbitMQ 3.10.8 counts such returns in place), to the
+        head. A store records a requeue to the back: its Raft log keeps RabbitMQ's across a
+        restart."""
+        at_head = "x-delivery-limit" in self.arguments
+        if not at_head and self.queue_id and not self.deleted:
+            journaled = [e.message.msg_id for e in entries if e.message.msg_id]
+            if journaled:
+                self.vhost.store.messages_requeued_to_back(self, journaled)
+        self._put_back(entries, at_head=at_head)
         self._check_limit()
 
     def return_unacked(self, entries: list[QueuedMessage]) -> None:

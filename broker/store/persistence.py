@@ -65,6 +65,9 @@ class DurableStore:
         self._acks_scheduled = False
         #: the durable queues ``recover`` declared, until ``start`` expires their messages
         self._recovered_queues: list[Queue] = []
+        #: recovered messages the restart returned past their queue's ``x-delivery-limit``,
+        #: until ``start`` dead-letters them
+        self._returned_past_limit: list[tuple[Queue, Message]] = []
 
     # -- startup and shutdown (the server calls these) ------------------------------------
 
@@ -112,6 +115,7 @@ class DurableStore:
         count = 0
         now_ms = time.time_ns() // 1_000_000
         deliveries = self.store.deliveries
+        past_limit = self._returned_past_limit
         for (vhost, name), d in list(t.queues.items()):
             q = vhosts[vhost].declare_queue(
                 name, owner=None, durable=True, auto_delete=d.auto_delete, arguments=d.arguments
@@ -122,13 +126,19 @@ class DurableStore:
                     message = decode_message(journaled.message)
                     message.msg_id = msg_id
                     message.blind_keys = journaled.blind_keys
+                    delivery_count = deliveries.delivery_count(d.queue_id, msg_id)
+                    limit = q.settings.delivery_limit
+                    if limit is not None and delivery_count > limit:
+                        # The restart returned it once too often: RabbitMQ dead-letters it.
+                        past_limit.append((q, message))
+                        continue
                     # The TTL counts from the publish (wall clock), as RabbitMQ's does.
                     age_ms = now_ms - journaled.published_ms if journaled.published_ms else 0
                     q.restore(
                         message,
                         max(0, age_ms) / 1000,
                         redelivered=deliveries.may_have_delivered(d.queue_id, msg_id),
-                        delivery_count=deliveries.delivery_count(d.queue_id, msg_id),
+                        delivery_count=delivery_count,
                     )
                 else:
                     _restorer(self.store.data_dir, journaled.class_id)(q, msg_id, journaled.message)
@@ -144,10 +154,15 @@ class DurableStore:
         return count
 
     def start(self) -> None:
-        """Start journaling (after ``recover``), then expire the recovered messages whose TTL
-        ran out while the broker was down: dead-lettering them journals their copies and
-        their removal, and their dead-letter exchanges are bound by now."""
+        """Start journaling (after ``recover``), then dead-letter the recovered messages the
+        restart returned past their delivery limit (reason ``delivery_limit``) and expire
+        those whose TTL ran out while the broker was down: dead-lettering them journals their
+        copies and their removal, and their dead-letter exchanges are bound by now."""
         self.journal = self.store.start(self)
+        past_limit, self._returned_past_limit = self._returned_past_limit, []
+        for queue, message in past_limit:
+            self.message_removed(queue, message)
+            queue.dead_letterer(queue, message, "delivery_limit")
         recovered, self._recovered_queues = self._recovered_queues, []
         for queue in recovered:
             queue.expire()
@@ -238,6 +253,11 @@ class DurableStore:
             log.delivered(queue.queue_id, msg_ids)
         else:  # delivered in id order: one mark covers them all (and any before them)
             log.mark(queue.queue_id, max(msg_ids))
+
+    def messages_requeued_to_back(self, queue: Queue, msg_ids: list[int]) -> None:
+        log = self.store.delivery_log
+        if log is not None and self.journal is not None:
+            log.requeued(queue.queue_id, self.journal.last_msg_id, msg_ids)
 
     def _flush_acks(self) -> None:
         self._acks_scheduled = False

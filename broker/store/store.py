@@ -94,6 +94,10 @@ class Store:
             deliveries = read_deliveries(data_dir)
             if not deliveries.trusted:
                 deliveries.distrust(recovered.queues)
+            deliveries.order(recovered.queues)
+            # The ids of messages long gone (their segments deleted) are not given again: the
+            # delivery log still names some of them.
+            recovered.next_msg_id = max(recovered.next_msg_id, deliveries.highest_id + 1)
         except BaseException:
             os.close(lock_fd)
             raise
