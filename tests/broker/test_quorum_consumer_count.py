@@ -1,11 +1,13 @@
-"""The consumer count queue.declare-ok reports while basic.get deliveries are unacknowledged:
-the same test code against the bundled broker and RabbitMQ 3.10.8, for a quorum and a
-classic queue.
+"""The consumer count queue.declare-ok reports while basic.get deliveries, or those of a
+cancelled consumer, are unacknowledged: the same test code against the bundled broker and
+RabbitMQ 3.10.8, for a quorum and a classic queue.
 
 RabbitMQ counts each unsettled basic.get on a quorum queue as a consumer (two on one channel
 count 2) until its message is acked, requeued, rejected or its channel closes; a no-ack get
-counts nothing, and a classic queue counts only its real consumers. A quorum queue on
-RabbitMQ settles asynchronously, so a count that must fall is polled for (bounded)."""
+counts nothing, and a classic queue counts only its real consumers. Likewise a quorum
+consumer cancelled with unacknowledged deliveries counts once until the last of them is
+settled, whichever way (a classic queue drops it at the cancel). A quorum queue on RabbitMQ
+settles asynchronously, so a count that must fall is polled for (bounded)."""
 
 from __future__ import annotations
 
@@ -195,3 +197,175 @@ def test_a_get_acked_in_a_transaction_counts_until_commit(
     assert _count(channel, queue) == held(1)
     channel.tx_commit()
     assert _settled_count(channel, queue, 0) == 0
+
+
+# -- cancelled consumers ------------------------------------------------------------------
+
+
+def _consume(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    expected: int,
+    *,
+    no_ack: bool = False,
+    consumer_tag: str | None = None,
+) -> tuple[str, list[int]]:
+    """A consumer that received ``expected`` deliveries (bounded wait): its tag and their
+    delivery tags, unacknowledged unless ``no_ack``."""
+    tags: list[int] = []
+    consumer = channel.basic_consume(
+        queue,
+        lambda ch, method, properties, body: tags.append(method.delivery_tag),
+        auto_ack=no_ack,
+        consumer_tag=consumer_tag,
+    )
+    for _ in range(100):
+        if len(tags) >= expected:
+            break
+        connection.process_data_events(0.05)
+    assert len(tags) == expected
+    return consumer, tags
+
+
+@pytest.mark.parametrize(
+    "settle",
+    [
+        pytest.param(lambda ch, tag: ch.basic_ack(tag), id="ack"),
+        pytest.param(lambda ch, tag: ch.basic_nack(tag, requeue=True), id="nack-requeue"),
+        pytest.param(lambda ch, tag: ch.basic_reject(tag, requeue=True), id="reject-requeue"),
+        pytest.param(lambda ch, tag: ch.basic_reject(tag, requeue=False), id="reject-drop"),
+    ],
+)
+def test_a_cancelled_consumer_counts_until_its_last_delivery_is_settled(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+    settle: Callable[[BlockingChannel, int], None],
+) -> None:
+    consumer, (*first, last) = _consume(connection, channel, queue, 3)
+    channel.basic_cancel(consumer)
+    asking = connection.channel()
+    assert _count(asking, queue) == held(1)
+    for tag in first:
+        settle(channel, tag)
+        assert _count(asking, queue) == held(1)
+    settle(channel, last)
+    assert _settled_count(asking, queue, 0) == 0
+
+
+@pytest.mark.parametrize(
+    "settle_all",
+    [
+        pytest.param(lambda ch, tag: ch.basic_ack(tag, multiple=True), id="ack-multiple"),
+        pytest.param(
+            lambda ch, tag: ch.basic_nack(tag, multiple=True, requeue=True),
+            id="nack-multiple-requeue",
+        ),
+        pytest.param(lambda ch, tag: ch.basic_recover(requeue=True), id="recover"),
+        pytest.param(lambda ch, tag: ch.close(), id="channel-close"),
+    ],
+)
+def test_a_cancelled_consumer_stops_counting_once_its_deliveries_are_settled_together(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+    settle_all: Callable[[BlockingChannel, int], None],
+) -> None:
+    consumer, tags = _consume(connection, channel, queue, 3)
+    channel.basic_cancel(consumer)
+    asking = connection.channel()
+    assert _count(asking, queue) == held(1)
+    settle_all(channel, tags[-1])
+    assert _settled_count(asking, queue, 0) == 0
+
+
+def test_a_consumer_cancelled_with_every_delivery_acked_stops_counting(
+    connection: pika.BlockingConnection, channel: BlockingChannel, queue: str
+) -> None:
+    consumer, tags = _consume(connection, channel, queue, 3)
+    channel.basic_ack(tags[-1], multiple=True)
+    assert _count(channel, queue) == 1
+    channel.basic_cancel(consumer)
+    assert _settled_count(channel, queue, 0) == 0
+
+
+def test_a_cancelled_no_ack_consumer_stops_counting(
+    connection: pika.BlockingConnection, channel: BlockingChannel, queue: str
+) -> None:
+    consumer, _ = _consume(connection, channel, queue, 3, no_ack=True)
+    assert _count(channel, queue) == 1
+    channel.basic_cancel(consumer)
+    assert _settled_count(channel, queue, 0) == 0
+
+
+def test_two_cancelled_consumers_of_one_channel_count_until_each_own_delivery_is_acked(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+) -> None:
+    channel.basic_qos(prefetch_count=1)
+    first, (first_tag,) = _consume(connection, channel, queue, 1)
+    second, (second_tag,) = _consume(connection, channel, queue, 1)
+    asking = connection.channel()
+    assert _count(asking, queue) == 2
+    channel.basic_cancel(first)
+    assert _count(asking, queue) == 1 + held(1)
+    channel.basic_cancel(second)
+    assert _count(asking, queue) == held(2)
+    channel.basic_ack(second_tag)
+    assert _settled_count(asking, queue, held(1)) == held(1)
+    channel.basic_ack(first_tag)
+    assert _settled_count(asking, queue, 0) == 0
+
+
+def test_a_cancelled_consumer_and_an_unacked_get_count_apart(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+) -> None:
+    channel.basic_qos(prefetch_count=1)
+    consumer, (delivered,) = _consume(connection, channel, queue, 1)
+    channel.basic_cancel(consumer)
+    got = _get(channel, queue)
+    asking = connection.channel()
+    assert _count(asking, queue) == held(2)
+    channel.basic_ack(got)
+    assert _settled_count(asking, queue, held(1)) == held(1)
+    channel.basic_ack(delivered)
+    assert _settled_count(asking, queue, 0) == 0
+
+
+def test_a_cancelled_consumer_acked_in_a_transaction_counts_until_commit(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    queue: str,
+    held: Callable[[int], int],
+) -> None:
+    channel.basic_qos(prefetch_count=1)
+    consumer, (delivered,) = _consume(connection, channel, queue, 1)
+    channel.basic_cancel(consumer)
+    channel.tx_select()
+    channel.basic_ack(delivered)
+    assert _count(channel, queue) == held(1)
+    channel.tx_commit()
+    assert _settled_count(channel, queue, 0) == 0
+
+
+def test_a_consumer_cancelled_and_consuming_again_with_its_tag_counts_once(
+    connection: pika.BlockingConnection, channel: BlockingChannel, queue: str
+) -> None:
+    """RabbitMQ's quorum queue takes the new consumer for the cancelled one (same channel,
+    same tag): one consumer, before and after the cancelled one's delivery is acked."""
+    channel.basic_qos(prefetch_count=1)
+    consumer, (delivered,) = _consume(connection, channel, queue, 1)
+    channel.basic_cancel(consumer)
+    channel.basic_consume(queue, lambda *delivery: None, consumer_tag=consumer)
+    asking = connection.channel()
+    assert _count(asking, queue) == 1
+    channel.basic_ack(delivered)
+    assert _count(asking, queue) == 1
