@@ -13,7 +13,8 @@ It is a classic ``Queue`` run with other rules, all measured on RabbitMQ 3.10.8:
   head when the queue has an ``x-delivery-limit`` argument (whatever its value); what a
   closing channel held goes back to the head;
 - queue.declare-ok counts each unsettled basic.get as a consumer, and a cancelled consumer
-  until its last delivery is settled;
+  until its last delivery is settled, but not the consumers waiting to be the single
+  active one;
 - ``reject-publish`` is a soft limit: the publish that takes the queue past its limit is
   accepted, the following ones are refused until the ready messages fall to 80% of it;
 - global qos, the ``x-cancel-on-ha-failover`` and ``x-stream-offset`` consumer arguments,
@@ -100,10 +101,13 @@ class QuorumQueue(Queue):
         held on one channel count 2, a no-ack get none. A cancelled consumer counts until
         its last delivery is settled (acked, requeued, rejected or returned by its closing
         channel), as one with a consumer of the same tag on the same channel: RabbitMQ
-        keys a quorum queue's consumers by channel and tag."""
-        live = {(c.sink, c.tag) for c in self.consumers}
+        keys a quorum queue's consumers by channel and tag. With a single active consumer,
+        the waiting ones do not count."""
+        consumers = self.consumers
+        live = {(c.sink, c.tag) for c in consumers}
         held = {(c.sink, c.tag) for c in self._still_holding()} - live
-        return len(self.consumers) + len(held) + self.gets_unsettled
+        counted = min(len(consumers), 1) if self.settings.single_active_consumer else len(consumers)
+        return counted + len(held) + self.gets_unsettled
 
     @property
     def counts_deliveries(self) -> bool:

@@ -369,3 +369,58 @@ def test_a_consumer_cancelled_and_consuming_again_with_its_tag_counts_once(
     assert _count(asking, queue) == 1
     channel.basic_ack(delivered)
     assert _count(asking, queue) == 1
+
+
+# -- single active consumer ---------------------------------------------------------------
+
+
+@pytest.fixture
+def single_active_queue(connection: pika.BlockingConnection, name: str, kind: str) -> Iterator[str]:
+    """A durable single-active-consumer queue of ``kind`` holding three messages."""
+    queue = f"{name}-sac"
+    publisher = connection.channel()
+    arguments = {**ARGUMENTS[kind], "x-single-active-consumer": True}
+    publisher.queue_declare(queue, durable=True, arguments=arguments)
+    publisher.confirm_delivery()
+    for body in (b"a", b"b", b"c"):
+        publisher.basic_publish("", queue, body)
+    yield queue
+    if connection.is_open:
+        connection.channel().queue_delete(queue)
+
+
+def test_consumers_waiting_to_be_the_single_active_one_count_on_a_classic_queue_only(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    single_active_queue: str,
+    kind: str,
+) -> None:
+    waiting = (lambda n: n) if kind == "classic" else (lambda n: 0)
+    channel.basic_qos(prefetch_count=1)
+    active, _ = _consume(connection, channel, single_active_queue, 1)
+    channel.basic_ack(0, multiple=True)
+    channel.basic_consume(single_active_queue, lambda *delivery: None)
+    connection.channel().basic_consume(single_active_queue, lambda *delivery: None)
+    asking = connection.channel()
+    assert _count(asking, single_active_queue) == 1 + waiting(2)
+    channel.basic_cancel(active)
+    assert _settled_count(asking, single_active_queue, 1 + waiting(1)) == 1 + waiting(1)
+
+
+def test_a_cancelled_single_active_consumer_counts_beside_its_successor_until_settled(
+    connection: pika.BlockingConnection,
+    channel: BlockingChannel,
+    single_active_queue: str,
+    kind: str,
+    held: Callable[[int], int],
+) -> None:
+    waiting = 1 if kind == "classic" else 0
+    channel.basic_qos(prefetch_count=1)
+    active, (delivered,) = _consume(connection, channel, single_active_queue, 1)
+    channel.basic_consume(single_active_queue, lambda *delivery: None)
+    asking = connection.channel()
+    assert _count(asking, single_active_queue) == 1 + waiting
+    channel.basic_cancel(active)
+    assert _count(asking, single_active_queue) == 1 + held(1)
+    channel.basic_ack(delivered)
+    assert _settled_count(asking, single_active_queue, 1) == 1
