@@ -228,6 +228,17 @@ def _consume(
     return consumer, tags
 
 
+def _cancelled_holding_one(
+    connection: pika.BlockingConnection, channel: BlockingChannel, queue: str
+) -> tuple[str, int]:
+    """A consumer (prefetch 1) cancelled while its one delivery is unacknowledged: its tag
+    and the delivery's."""
+    channel.basic_qos(prefetch_count=1)
+    consumer, (delivered,) = _consume(connection, channel, queue, 1)
+    channel.basic_cancel(consumer)
+    return consumer, delivered
+
+
 @pytest.mark.parametrize(
     "settle",
     [
@@ -328,9 +339,7 @@ def test_a_cancelled_consumer_and_an_unacked_get_count_apart(
     queue: str,
     held: Callable[[int], int],
 ) -> None:
-    channel.basic_qos(prefetch_count=1)
-    consumer, (delivered,) = _consume(connection, channel, queue, 1)
-    channel.basic_cancel(consumer)
+    _, delivered = _cancelled_holding_one(connection, channel, queue)
     got = _get(channel, queue)
     asking = connection.channel()
     assert _count(asking, queue) == held(2)
@@ -346,9 +355,7 @@ def test_a_cancelled_consumer_acked_in_a_transaction_counts_until_commit(
     queue: str,
     held: Callable[[int], int],
 ) -> None:
-    channel.basic_qos(prefetch_count=1)
-    consumer, (delivered,) = _consume(connection, channel, queue, 1)
-    channel.basic_cancel(consumer)
+    _, delivered = _cancelled_holding_one(connection, channel, queue)
     channel.tx_select()
     channel.basic_ack(delivered)
     assert _count(channel, queue) == held(1)
@@ -361,9 +368,7 @@ def test_a_consumer_cancelled_and_consuming_again_with_its_tag_counts_once(
 ) -> None:
     """RabbitMQ's quorum queue takes the new consumer for the cancelled one (same channel,
     same tag): one consumer, before and after the cancelled one's delivery is acked."""
-    channel.basic_qos(prefetch_count=1)
-    consumer, (delivered,) = _consume(connection, channel, queue, 1)
-    channel.basic_cancel(consumer)
+    consumer, delivered = _cancelled_holding_one(connection, channel, queue)
     channel.basic_consume(queue, lambda *delivery: None, consumer_tag=consumer)
     asking = connection.channel()
     assert _count(asking, queue) == 1
