@@ -14,7 +14,8 @@ import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
 from tests.durability.broker_process import BrokerProcess
-from tests.support.rabbitmq import RabbitMQNode, RabbitMQUnavailable, find_server_scripts
+from tests.support.fixtures import private_rabbitmq_node
+from tests.support.rabbitmq import RabbitMQNode
 
 from .restarts import Restartable
 
@@ -42,16 +43,8 @@ def name() -> str:
 def private_rabbitmq() -> Iterator[RabbitMQNode]:
     """A node of the restart tests alone: restarting the session's would cut the other tests'
     connections."""
-    scripts = find_server_scripts()
-    if scripts is None:
-        pytest.skip("no rabbitmq-server installed to start a private node to restart")
-    node = RabbitMQNode(scripts)
-    try:
-        node.start()
-    except RabbitMQUnavailable as e:
-        pytest.skip(f"a private RabbitMQ node to restart did not start: {e}")
-    yield node
-    node.stop()
+    with private_rabbitmq_node("to restart") as node:
+        yield node
 
 
 @pytest.fixture(

@@ -18,7 +18,8 @@ import pytest
 from amqp_spark.client import ClientTimeout, connect
 from amqp_spark.protocol import SPEC_0_9_1
 from tests.client.conftest import message_count
-from tests.support.rabbitmq import RabbitMQNode, find_server_scripts
+from tests.support.fixtures import private_rabbitmq_node
+from tests.support.rabbitmq import RabbitMQNode
 
 pytestmark = [
     pytest.mark.rabbitmq,
@@ -55,10 +56,7 @@ class AlarmedNode:
 
 @pytest.fixture(scope="module")
 def node() -> Iterator[AlarmedNode]:
-    scripts = find_server_scripts()
-    if scripts is None:
-        pytest.skip("rabbitmq-server is not installed: no private node to raise an alarm on")
-    with RabbitMQNode(scripts) as n:
+    with private_rabbitmq_node("to raise an alarm on") as n:
         yield AlarmedNode(n)
 
 

@@ -30,8 +30,8 @@ from tests.spark.classic_acks import nothing_waiting
 from tests.spark.conftest import Broker, Queries, RestartableBroker, confirming_channel
 from tests.spark.inputs import bodies, classic_options, stream_options
 from tests.spark.progress import wait_until
-from tests.support.fixtures import in_ci
-from tests.support.rabbitmq import RabbitMQNode, find_server_scripts
+from tests.support.fixtures import private_rabbitmq_node
+from tests.support.rabbitmq import RabbitMQNode
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -74,15 +74,8 @@ class RestartableRabbitMQ:
 
 @pytest.fixture(scope="module")
 def private_rabbitmq() -> Iterator[RabbitMQNode]:
-    """A RabbitMQ node of this module alone (fails in CI, skips elsewhere, when RabbitMQ is
-    not installed: an external server named by the environment cannot be restarted)."""
-    scripts = find_server_scripts()
-    if scripts is None:
-        reason = "rabbitmq-server is not installed (bash scripts/install-rabbitmq.sh)"
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    with RabbitMQNode(scripts) as node:
+    """A RabbitMQ node of this module alone."""
+    with private_rabbitmq_node("to restart") as node:
         yield node
 
 

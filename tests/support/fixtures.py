@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 
-from tests.support.rabbitmq import RabbitMQUnavailable, rabbitmq
+from tests.support.rabbitmq import (
+    RabbitMQNode,
+    RabbitMQUnavailable,
+    find_server_scripts,
+    rabbitmq,
+)
 
 
 def in_ci() -> bool:
@@ -23,7 +30,35 @@ def rabbitmq_url() -> Iterator[str]:
             yield url
         return
     except RabbitMQUnavailable as e:
-        reason = f"RabbitMQ unavailable: {e}"
+        _fail_in_ci_else_skip(f"RabbitMQ unavailable: {e}")
+
+
+@contextlib.contextmanager
+def private_rabbitmq_node(purpose: str) -> Iterator[RabbitMQNode]:
+    """A RabbitMQ node of the caller alone, for tests that restart it or raise its alarms
+    (the session's node is shared, and an external server named by the environment cannot
+    be restarted). When none can be started, the test fails in CI and skips elsewhere, as
+    ``rabbitmq_url`` does; ``purpose`` ("to restart") goes into the reason."""
+    scripts = find_server_scripts()
+    if scripts is None:
+        _fail_in_ci_else_skip(
+            f"no private RabbitMQ node {purpose}: rabbitmq-server is not installed "
+            "(bash scripts/install-rabbitmq.sh)"
+        )
+    node = RabbitMQNode(scripts)
+    try:
+        node.start()
+    except RabbitMQUnavailable as e:
+        _fail_in_ci_else_skip(f"no private RabbitMQ node {purpose}: {e}")
+    try:
+        yield node
+    finally:
+        node.stop()
+
+
+def _fail_in_ci_else_skip(reason: str) -> NoReturn:
+    """A broker test that cannot have its RabbitMQ fails in CI (a skip there would hide a
+    broken setup) and skips elsewhere, with the reason."""
     if in_ci():
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
