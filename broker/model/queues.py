@@ -707,14 +707,19 @@ class Queue:
         ``x-delivery-limit`` it is counted (rule basic.deliver:01), and once it came back
         more times than the limit it is dead-lettered, reason ``delivery_limit``, as on a
         RabbitMQ quorum queue: False then, and the entry is gone."""
-        limit = self.settings.delivery_limit
-        if limit is None:
+        if self.settings.delivery_limit is None:
             return True
         entry.delivery_count += 1
-        if entry.delivery_count <= limit:
+        if not self.past_delivery_limit(entry.delivery_count):
             return True
         self._let_go(entry, "delivery_limit")
         return False
+
+    def past_delivery_limit(self, delivery_count: int) -> bool:
+        """Whether a message that came back ``delivery_count`` times is past
+        ``x-delivery-limit``: dead-lettered (reason ``delivery_limit``), not delivered again."""
+        limit = self.settings.delivery_limit
+        return limit is not None and delivery_count > limit
 
     def reject(self, entry: QueuedMessage) -> None:
         """Rejected without requeue: discarded or dead-lettered."""

@@ -127,8 +127,7 @@ class DurableStore:
                     message.msg_id = msg_id
                     message.blind_keys = journaled.blind_keys
                     delivery_count = deliveries.delivery_count(d.queue_id, msg_id)
-                    limit = q.settings.delivery_limit
-                    if limit is not None and delivery_count > limit:
+                    if q.past_delivery_limit(delivery_count):
                         # The restart returned it once too often: RabbitMQ dead-letters it.
                         past_limit.append((q, message))
                         continue
