@@ -3,7 +3,7 @@
 FROM python:3.11-slim-bookworm AS broker
 WORKDIR /src
 COPY . .
-# The broker needs only the standard library and amqp_spark.protocol, not Spark.
+# The broker needs only the standard library and amqp_protocol, not Spark.
 RUN pip install --no-cache-dir --no-deps .
 EXPOSE 5672
 CMD ["amqp-broker", "--host", "0.0.0.0", "--port", "5672"]

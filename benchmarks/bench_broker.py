@@ -1,5 +1,5 @@
 """The bundled broker against RabbitMQ, same client: a pipelined raw-socket client built on
-``amqp_spark.protocol`` that writes many publish frames per send, so the broker is the
+``amqp_protocol`` that writes many publish frames per send, so the broker is the
 bottleneck. 100-byte bodies; 1 queue and 10 queues; publish only (with and without
 confirms), consume from a backlog, publish and consume together.
 
@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection, events
+from amqp_protocol import SPEC_0_9_1, Connection, events
 from benchmarks.common import Row, row
 from tests.durability.broker_process import BrokerProcess
 

@@ -30,8 +30,8 @@ from collections.abc import Callable
 
 import pika
 
+from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import Channel, connect, parse_url
-from amqp_spark.protocol import SPEC_0_9_1
 from benchmarks.bench_broker import Client as RawClient
 from benchmarks.bench_broker import bundled_broker
 from benchmarks.common import Row, row

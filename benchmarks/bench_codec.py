@@ -21,7 +21,7 @@ from pamqp import encode as pamqp_encode
 from pamqp import frame as pamqp_frame
 from pamqp import header as pamqp_header
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection, events, values
+from amqp_protocol import SPEC_0_9_1, Connection, events, values
 from benchmarks.common import Row, compare, min_seconds, row
 
 CHANNEL = 1

@@ -34,7 +34,7 @@ from typing import cast
 
 import pika
 
-from amqp_spark.protocol import SPEC_0_9_1
+from amqp_protocol import SPEC_0_9_1
 from benchmarks.bench_broker import Client, M, _timed
 from benchmarks.common import Row, row
 from broker.store import Store, StoreError

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import connect
 from amqp_spark.datasource import AMQPDataSource
-from amqp_spark.protocol import SPEC_0_9_1
 from amqp_spark.sink.settings import SinkSettings
 from benchmarks.common import Row, row
 from tests.support.rabbitmq import rabbitmq

@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from amqp_spark.protocol import Method, errors
+from amqp_protocol import Method, errors
 
 from .config import BrokerConfig, Permission, User
 from .model.exchanges import TopicExchange

@@ -11,7 +11,7 @@ import hashlib
 import hmac
 import os
 
-from amqp_spark.protocol import values
+from amqp_protocol import values
 
 MECHANISMS = ("PLAIN", "AMQPLAIN")
 EXTERNAL = "EXTERNAL"

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import Method, Properties
-from amqp_spark.protocol.events import ContentReceived, MethodReceived
+from amqp_protocol import Method, Properties
+from amqp_protocol.events import ContentReceived, MethodReceived
 
 from .confirms import ConfirmTracker
 from .delivery import Delivery, ReturnedMessage

@@ -25,9 +25,9 @@ from functools import cache
 from importlib import metadata
 from typing import Any
 
-from amqp_spark.protocol import SPEC_0_9_1, Method, Spec, errors
-from amqp_spark.protocol import Connection as ProtocolConnection
-from amqp_spark.protocol.events import (
+from amqp_protocol import SPEC_0_9_1, Method, Spec, errors
+from amqp_protocol import Connection as ProtocolConnection
+from amqp_protocol.events import (
     ContentReceived,
     Event,
     MethodReceived,

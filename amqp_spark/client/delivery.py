@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amqp_spark.protocol import Properties
+from amqp_protocol import Properties
 
 
 @dataclass(slots=True)

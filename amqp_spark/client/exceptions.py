@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from .delivery import ReturnedMessage
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from amqp_spark.protocol import frames
+from amqp_protocol import frames
 
 DEFAULT_PORTS = {"amqp": 5672, "amqps": 5671}
 DEFAULT_FRAME_MAX = 131072

@@ -15,7 +15,7 @@ in. The ranking, highest first (``SECURITY_TIERS``):
 
 from __future__ import annotations
 
-from amqp_spark.protocol import values
+from amqp_protocol import values
 
 #: Mechanisms by security level, highest first; mechanisms within a tuple rank equal.
 SECURITY_TIERS: tuple[tuple[str, ...], ...] = (("EXTERNAL",), ("PLAIN", "AMQPLAIN"))

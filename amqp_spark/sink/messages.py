@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from amqp_spark.protocol import SPEC_0_9_1, Properties
+from amqp_protocol import SPEC_0_9_1, Properties
 from amqp_spark.schema import STRING_PROPERTIES
 
 from .columns import PROPERTY_COLUMNS, ColumnPlan

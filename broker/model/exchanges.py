@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from .field_types import amqp_type_name
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from amqp_spark.protocol import SPEC_0_9_1
-from amqp_spark.protocol.values import encode_shortstr
+from amqp_protocol import SPEC_0_9_1
+from amqp_protocol.values import encode_shortstr
 
 _BasicProperties = SPEC_0_9_1.properties("basic")
 #: class-id u16, weight u16, body-size u64: what precedes the property flags in a header

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from .clock import TimerHandle
 from .field_types import amqp_type_name

@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from amqp_spark.protocol import errors
-from amqp_spark.protocol.values import Long
+from amqp_protocol import errors
+from amqp_protocol.values import Long
 
 from .message import Message, QueuedMessage, with_headers
 from .queues import Consumer, Queue, QueueSettings, int_arg

@@ -11,7 +11,7 @@ import datetime
 import os
 from typing import Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from .clock import Clock
 from .exchanges import (

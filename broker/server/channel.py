@@ -15,8 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import Method, errors
-from amqp_spark.protocol.values import encode_shortstr
+from amqp_protocol import Method, errors
+from amqp_protocol.values import encode_shortstr
 
 from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration

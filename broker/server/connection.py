@@ -20,8 +20,8 @@ import platform
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
-from amqp_spark.protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD
+from amqp_protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
+from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD
 
 from .. import __version__, tls
 from ..access import Access

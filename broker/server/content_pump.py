@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from amqp_spark.protocol.frames import FRAME_HEADER, FRAME_OVERHEAD
+from amqp_protocol.frames import FRAME_HEADER, FRAME_OVERHEAD
 
 _BODY = 3
 #: Body frames handed to the transport in one ``drain``: a reject is read between two pieces.

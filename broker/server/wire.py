@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from amqp_spark.protocol.frames import FRAME_HEADER, encode_body_frames
+from amqp_protocol.frames import FRAME_HEADER, encode_body_frames
 
 from ..model.message import Message
 

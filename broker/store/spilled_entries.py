@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import struct
 
-from amqp_spark.protocol.values import encode_shortstr
+from amqp_protocol.values import encode_shortstr
 from broker.model.message import QueuedMessage
 
 from .message_codec import decode_content, encode_content

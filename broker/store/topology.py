@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amqp_spark.protocol import values
+from amqp_protocol import values
 
 from .errors import StoreError, from_os_error
 from .files import write_atomically

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from amqp_spark.protocol.values import Long, encode_shortstr
+from amqp_protocol.values import Long, encode_shortstr
 
 from ..model.message import HEADER_PREFIX, Message, QueuedMessage, StoredMessage
 from ..store.message_codec import decode_message, encoded_parts, envelope_names

@@ -23,7 +23,7 @@ import urllib.parse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from ..model.field_types import amqp_type_name
 from ..model.message import Message, QueuedMessage

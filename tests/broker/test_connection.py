@@ -17,7 +17,7 @@ import pika
 import pytest
 from pika.exceptions import ProbableAuthenticationError
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection, events
+from amqp_protocol import SPEC_0_9_1, Connection, events
 from broker import Broker
 
 from .helpers import wait_for

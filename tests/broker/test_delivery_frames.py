@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection
-from amqp_spark.protocol.values import encode_shortstr
+from amqp_protocol import SPEC_0_9_1, Connection
+from amqp_protocol.values import encode_shortstr
 from broker.model.message import Message
 from broker.server.wire import deliver_frames
 

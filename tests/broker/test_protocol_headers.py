@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from amqp_spark.protocol import ALL_SPECS, Spec
-from amqp_spark.protocol.versions import spec_for_header
+from amqp_protocol import ALL_SPECS, Spec
+from amqp_protocol.versions import spec_for_header
 from tests.spec09.peer import Peer
 
 #: The version connection.start announces: 0-8's XML (and RabbitMQ) say 8-0.

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import ClientTimeout, connect
-from amqp_spark.protocol import SPEC_0_9_1
 from tests.client.conftest import message_count
 from tests.support.fixtures import private_rabbitmq_node
 from tests.support.rabbitmq import RabbitMQNode

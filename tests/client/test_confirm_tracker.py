@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import PublishNacked, PublishReturned
 from amqp_spark.client.confirms import ConfirmTracker
 from amqp_spark.client.delivery import ReturnedMessage
-from amqp_spark.protocol import SPEC_0_9_1
 
 
 def test_sequence_numbers_count_from_one_across_batches() -> None:

@@ -12,10 +12,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from amqp_protocol import SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Spec
+from amqp_protocol import Connection as ProtocolConnection
+from amqp_protocol.events import MethodReceived, ProtocolHeaderReceived
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
-from amqp_spark.protocol import SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Spec
-from amqp_spark.protocol import Connection as ProtocolConnection
-from amqp_spark.protocol.events import MethodReceived, ProtocolHeaderReceived
 from tests.support.rabbitmq import free_port
 
 pytestmark = pytest.mark.timeout(60)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from amqp_protocol import errors
 from amqp_spark.client import Channel, ChannelClosed, Connection, ConnectionClosed
-from amqp_spark.protocol import errors
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import SPEC_0_8, SPEC_0_9_1, Connection, Spec
+from amqp_protocol import SPEC_0_8, SPEC_0_9_1, Connection, Spec
 
 BasicProperties = SPEC_0_9_1.properties("basic")
 

@@ -64,7 +64,7 @@ def _walk(el: ET.Element, ctx: dict[str, str], out: list[Rule]) -> None:
 @functools.cache
 def rules() -> dict[str, Rule]:
     """All rules of amqp0-9.xml by id, in document order."""
-    xml = resources.files("amqp_spark.protocol").joinpath("spec", "amqp0-9.xml").read_bytes()
+    xml = resources.files("amqp_protocol").joinpath("spec", "amqp0-9.xml").read_bytes()
     out: list[Rule] = []
     _walk(ET.fromstring(xml), {}, out)
     return {rule.id: rule for rule in out}

@@ -12,8 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import Method, Properties, Spec, values
-from amqp_spark.protocol.spec import FieldDef
+from amqp_protocol import Method, Properties, Spec, values
+from amqp_protocol.spec import FieldDef
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import ALL_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Connection, errors
-from amqp_spark.protocol import frames as fr
-from amqp_spark.protocol.events import (
+from amqp_protocol import ALL_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Connection, errors
+from amqp_protocol import frames as fr
+from amqp_protocol.events import (
     ContentReceived,
     Event,
     HeartbeatReceived,

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import ALL_SPECS, Properties, errors
-from amqp_spark.protocol.properties import generate_properties
-from amqp_spark.protocol.spec import parse_spec
+from amqp_protocol import ALL_SPECS, Properties, errors
+from amqp_protocol.properties import generate_properties
+from amqp_protocol.spec import parse_spec
 from tests.protocol.strategies import properties_of, shortstrs
 
 ALL_PROPERTY_CLASSES = [

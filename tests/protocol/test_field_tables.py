@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 
-from amqp_spark.protocol import errors, values
+from amqp_protocol import errors, values
 from tests.protocol.strategies import INT32, INT64, UTC, field_arrays, field_tables
 
 

@@ -16,8 +16,8 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import ALL_SPECS, SPEC_0_9_1, Connection, errors
-from amqp_spark.protocol import frames as fr
+from amqp_protocol import ALL_SPECS, SPEC_0_9_1, Connection, errors
+from amqp_protocol import frames as fr
 from tests.protocol.strategies import all_methods, properties_of
 
 EXAMPLES = int(os.environ.get("AMQP_FUZZ_EXAMPLES", "300"))

@@ -15,8 +15,8 @@ import pika.spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection
-from amqp_spark.protocol.events import ContentReceived, MethodReceived
+from amqp_protocol import SPEC_0_9_1, Connection
+from amqp_protocol.events import ContentReceived, MethodReceived
 from tests.protocol.strategies import UTC, datetimes, decimals
 
 Props = SPEC_0_9_1.properties("basic")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection, events
+from amqp_protocol import SPEC_0_9_1, Connection, events
 
 PUBLISH = SPEC_0_9_1.method("basic.publish")
 PROPS = SPEC_0_9_1.properties("basic")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import ALL_SPECS, Method, errors
+from amqp_protocol import ALL_SPECS, Method, errors
 from tests.protocol.strategies import methods_of
 
 ALL_METHODS = [

@@ -6,7 +6,7 @@ import pika.frame
 import pika.spec
 import pytest
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection, events
+from amqp_protocol import SPEC_0_9_1, Connection, events
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import socket
 import time
 from typing import Any
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection, Method, errors, events
+from amqp_protocol import SPEC_0_9_1, Connection, Method, errors, events
 
 M = SPEC_0_9_1.method
 

@@ -13,7 +13,7 @@ import pika
 import pytest
 from pika.exceptions import AMQPConnectionError, ChannelClosedByBroker, ProbableAccessDeniedError
 
-from amqp_spark.protocol import SPEC_0_9_1
+from amqp_protocol import SPEC_0_9_1
 from broker import Broker
 
 from .raw_client import M, call, next_method, open_raw

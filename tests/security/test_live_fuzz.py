@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amqp_spark.protocol import SPEC_0_9_1, Connection
+from amqp_protocol import SPEC_0_9_1, Connection
 from broker import Broker
 
 from .raw_client import M, open_raw, read_until_quiet

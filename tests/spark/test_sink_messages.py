@@ -8,7 +8,7 @@ from typing import NamedTuple
 import pyarrow as pa
 import pytest
 
-from amqp_spark.protocol import Properties
+from amqp_protocol import Properties
 from amqp_spark.sink.columns import ColumnPlan
 from amqp_spark.sink.messages import MessageIds, RowError, to_messages
 from amqp_spark.sink.settings import SinkSettings

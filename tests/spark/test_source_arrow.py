@@ -8,8 +8,8 @@ import decimal
 
 import pyarrow as pa
 
+from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import Delivery
-from amqp_spark.protocol import SPEC_0_9_1
 from amqp_spark.schema import COLUMN_NAMES, arrow_schema
 from amqp_spark.source.arrow import deserialize, render_header, serialize, to_record_batch
 

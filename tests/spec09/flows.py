@@ -75,7 +75,7 @@ def reject_a_file(peer: Peer, queue: str, requeue: bool) -> Any:
 
 
 def transfer(peer: Peer, channel: int, routing_key: str, body: bytes, **fields: Any) -> Any:
-    from amqp_spark.protocol.values import Content
+    from amqp_protocol.values import Content
 
     return peer.call(
         channel,
@@ -89,7 +89,7 @@ def transfer(peer: Peer, channel: int, routing_key: str, body: bytes, **fields: 
 
 def transfer_by_reference(peer: Peer, channel: int, routing_key: str, reference: bytes) -> None:
     """message.transfer whose body is the open ``reference``: no reply until it closes."""
-    from amqp_spark.protocol.values import Content
+    from amqp_protocol.values import Content
 
     body = Content(reference, reference=True)
     peer.send(channel, "message.transfer", destination="", routing_key=routing_key, body=body)

@@ -12,7 +12,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from amqp_spark.protocol import SPEC_0_9, Connection, Spec
+from amqp_protocol import SPEC_0_9, Connection, Spec
 
 TIMEOUT = 5.0
 

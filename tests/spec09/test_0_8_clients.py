@@ -4,8 +4,8 @@ connection, as RabbitMQ treats it."""
 
 from __future__ import annotations
 
+from amqp_protocol import SPEC_0_8, values
 from amqp_spark.client import connect
-from amqp_spark.protocol import SPEC_0_8, values
 
 from .peer import Peer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from amqp_spark.protocol.values import Content
+from amqp_protocol.values import Content
 
 from .flows import declare_queue, publish_file, receive_file, receive_transfer, transfer
 from .peer import Peer

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
+from amqp_protocol import SPEC_0_9, SPEC_0_9_1, frames
 from amqp_spark.client import AMQPConnectionError, ChannelClosed, connect
-from amqp_spark.protocol import SPEC_0_9, SPEC_0_9_1, frames
 from broker import Broker
 
 from .peer import Peer

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from amqp_protocol import SPEC_0_9
 from amqp_spark.client import ChannelClosed, ConnectionClosed, connect
 from amqp_spark.client.channel import Channel
-from amqp_spark.protocol import SPEC_0_9
 
 from .peer import Peer
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
+from amqp_protocol import SPEC_0_9
 from amqp_spark.client import connect
-from amqp_spark.protocol import SPEC_0_9
 from broker import Broker
 
 from .flows import declare_queue, get_body

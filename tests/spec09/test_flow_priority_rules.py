@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from amqp_protocol import SPEC_0_9
+from amqp_protocol.values import Content
 from amqp_spark.client import connect
-from amqp_spark.protocol import SPEC_0_9
-from amqp_spark.protocol.values import Content
 from broker import Broker
 
 from .flows import declare_queue, publish_file, receive_file, receive_transfer, transfer

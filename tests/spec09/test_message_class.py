@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from amqp_spark.protocol.values import Content
+from amqp_protocol.values import Content
 from broker import Broker
 
 from .flows import (

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from amqp_spark.protocol import SPEC_0_8
+from amqp_protocol import SPEC_0_8
 
 from .flows import declare_queue, publish_file, receive_file
 from .peer import Peer

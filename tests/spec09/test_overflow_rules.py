@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from amqp_spark.protocol.values import Content
+from amqp_protocol.values import Content
 from broker import Broker
 
 from .flows import declare_queue, receive_file

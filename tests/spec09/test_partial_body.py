@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from amqp_spark.protocol import SPEC_0_9, Connection
+from amqp_protocol import SPEC_0_9, Connection
 
 
 def _server_and_content_frames(body: bytes) -> tuple[Connection, bytes]:

@@ -11,7 +11,7 @@ from typing import Any
 import pika
 import pytest
 
-from amqp_spark.protocol import SPEC_0_8
+from amqp_protocol import SPEC_0_8
 
 from .flows import declare_queue, publish_file, transfer
 from .peer import Peer

@@ -8,10 +8,10 @@ from collections.abc import Callable
 
 import pytest
 
+from amqp_protocol import SPEC_0_9, Connection
+from amqp_protocol.events import ContentReceived
+from amqp_protocol.frames import FRAME_HEADER
 from amqp_spark.client import connect
-from amqp_spark.protocol import SPEC_0_9, Connection
-from amqp_spark.protocol.events import ContentReceived
-from amqp_spark.protocol.frames import FRAME_HEADER
 from broker import Broker
 from broker.server.content_pump import ContentPump
 

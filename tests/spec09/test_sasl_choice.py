@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from amqp_protocol import SPEC_0_9
 from amqp_spark.client import AMQPConnectionError, connect
 from amqp_spark.client.sasl import choose_mechanism
-from amqp_spark.protocol import SPEC_0_9
 from broker import Broker
 from tests.security.certs import CertificateAuthority, Issued
 

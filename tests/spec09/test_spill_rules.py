@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from amqp_protocol import SPEC_0_9
 from amqp_spark.client import connect
-from amqp_spark.protocol import SPEC_0_9
 from broker import Broker
 from broker.model.queues import Queue, ReadyMessages
 from broker.server.app import BrokerServer

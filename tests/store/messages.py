@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from amqp_spark.protocol import SPEC_0_9_1
+from amqp_protocol import SPEC_0_9_1
 from broker.model.message import Message
 from broker.store import Store, decode_message, encode_message
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import broker.server.spec09.lane_queue  # noqa: F401  (registers the 0-9 classes' codecs)
-from amqp_spark.protocol import SPEC_0_9, SPEC_0_9_1
+from amqp_protocol import SPEC_0_9, SPEC_0_9_1
 from broker.model.message import Message, QueuedMessage
 from broker.server.spec09.class_message import ClassMessage
 from broker.store import SpillFifo

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from amqp_spark.protocol import SPEC_0_9_1
-from amqp_spark.protocol.values import Long
+from amqp_protocol import SPEC_0_9_1
+from amqp_protocol.values import Long
 from broker.model.message import Message
 from broker.store.message_codec import encode_message
 from broker.streams.delivery import OFFSET_HEADER, chunk_deliveries

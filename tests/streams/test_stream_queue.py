@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from amqp_spark.protocol import SPEC_0_9_1, errors
+from amqp_protocol import SPEC_0_9_1, errors
 from broker.model.memory import MemoryGauge
 from broker.model.message import Message, QueuedMessage
 from broker.model.queues import Consumer, Queue

@@ -13,7 +13,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from ...model.message import Message
 from . import (

@@ -21,7 +21,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from .state import state_of
 

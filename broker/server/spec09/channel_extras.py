@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 if TYPE_CHECKING:
     from ..channel import ServerChannel

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amqp_spark.protocol import SPEC_0_9
+from amqp_protocol import SPEC_0_9
 
 from ...model.message import Message
 

@@ -31,7 +31,7 @@ import logging
 import socket
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import SPEC_0_8, errors, events, frames
+from amqp_protocol import SPEC_0_8, errors, events, frames
 
 if TYPE_CHECKING:
     from ..connection import AMQPConnection

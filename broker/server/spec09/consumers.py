@@ -11,7 +11,7 @@ import base64
 import os
 from typing import TYPE_CHECKING
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from ...model.queues import Consumer, DeliverySink
 from .lanes import lane

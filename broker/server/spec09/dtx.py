@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from .state import state_of
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 from . import consumers, rejects, staging
 from .class_message import ClassMessage

@@ -24,7 +24,7 @@ import copy
 import struct
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import SPEC_0_9, values
+from amqp_protocol import SPEC_0_9, values
 
 from ...model.message import Message
 from ...model.persistence import CONTENT_RESTORERS

@@ -19,7 +19,7 @@ import copy
 import functools
 from typing import Any
 
-from amqp_spark.protocol import SPEC_0_9_1
+from amqp_protocol import SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue

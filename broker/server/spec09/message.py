@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
-from amqp_spark.protocol.values import Content
+from amqp_protocol import errors
+from amqp_protocol.values import Content
 
 from . import consumers, staging
 from .channel_extras import requeue_unacked, require_not_transacted

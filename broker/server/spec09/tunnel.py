@@ -12,7 +12,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from amqp_spark.protocol import errors
+from amqp_protocol import errors
 
 if TYPE_CHECKING:
     from ...model.vhost import VirtualHost
