@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
 import pytest
@@ -12,7 +12,8 @@ import pytest
 from tests.support.rabbitmq import (
     RabbitMQNode,
     RabbitMQUnavailable,
-    find_server_scripts,
+    find_rabbitmq,
+    missing_rabbitmq,
     rabbitmq,
 )
 
@@ -21,31 +22,31 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
 
 
-def rabbitmq_url() -> Iterator[str]:
-    """A RabbitMQ for the session. When none can be had, the tests that need one fail in
-    CI (a skipped broker test there would hide a broken setup) and skip elsewhere, each
-    with the reason."""
+def rabbitmq_url(major: int = 4) -> Iterator[str]:
+    """A RabbitMQ ``major`` (4, the reference, or 3) for the session. When none can be had,
+    the tests that need one fail in CI (a skipped broker test there would hide a broken
+    setup) and skip elsewhere, each with the reason."""
     try:
-        with rabbitmq() as url:
+        with rabbitmq(major) as url:
             yield url
         return
     except RabbitMQUnavailable as e:
-        _fail_in_ci_else_skip(f"RabbitMQ unavailable: {e}")
+        _fail_in_ci_else_skip(f"RabbitMQ {major} unavailable: {e}")
 
 
 @contextlib.contextmanager
-def private_rabbitmq_node(purpose: str) -> Iterator[RabbitMQNode]:
-    """A RabbitMQ node of the caller alone, for tests that restart it or raise its alarms
-    (the session's node is shared, and an external server named by the environment cannot
-    be restarted). When none can be started, the test fails in CI and skips elsewhere, as
-    ``rabbitmq_url`` does; ``purpose`` ("to restart") goes into the reason."""
-    scripts = find_server_scripts()
-    if scripts is None:
-        _fail_in_ci_else_skip(
-            f"no private RabbitMQ node {purpose}: rabbitmq-server is not installed "
-            "(bash scripts/install-rabbitmq.sh)"
-        )
-    node = RabbitMQNode(scripts)
+def private_rabbitmq_node(
+    purpose: str, major: int = 4, plugins: Sequence[str] = ()
+) -> Iterator[RabbitMQNode]:
+    """A RabbitMQ ``major`` node of the caller alone, with ``plugins`` enabled, for tests
+    that restart it or raise its alarms (the session's node is shared, and an external
+    server named by the environment cannot be restarted). When none can be started, the
+    test fails in CI and skips elsewhere, as ``rabbitmq_url`` does; ``purpose`` ("to
+    restart") goes into the reason."""
+    install = find_rabbitmq(major)
+    if install is None:
+        _fail_in_ci_else_skip(f"no private RabbitMQ node {purpose}: {missing_rabbitmq(major)}")
+    node = RabbitMQNode(install, plugins=plugins)
     try:
         node.start()
     except RabbitMQUnavailable as e:

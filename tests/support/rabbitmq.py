@@ -1,30 +1,63 @@
-"""A real RabbitMQ for the tests: a private node started from the installed server, an
-existing server named by ``AMQP_SPARK_RABBITMQ_URL``, or (only when a Docker engine answers
-and the optional ``testcontainers`` package is installed) a container.
+"""A real RabbitMQ for the tests: a private node started from an installed server, an
+existing server named by the environment, or (only when a Docker engine answers and the
+optional ``testcontainers`` package is installed) a container.
 
-The private node is isolated from any system RabbitMQ: its own AMQP, distribution and epmd
+Two kinds of node: RabbitMQ 4 (the reference: Debian trixie's ``rabbitmq-server`` 4.0.x in
+a debootstrap'd root built by ``scripts/install-rabbitmq4.sh``, run there with chroot) and
+RabbitMQ 3.10 (Debian bookworm's, installed on the host by ``scripts/install-rabbitmq.sh``).
+On a machine whose own apt gives RabbitMQ 4, the host's install serves as the 4 node.
+
+A private node is isolated from any system RabbitMQ: its own AMQP, distribution and epmd
 ports on 127.0.0.1, its own node name, and all state (Mnesia, logs, config, the Erlang
-cookie via ``HOME``) in a temporary directory removed on stop.
+cookie via ``HOME``) in a temporary directory removed on stop. A node in a root runs in
+mount and PID namespaces of its own (``unshare``): /proc, /dev and /sys are mounted for it
+there only, so they go when its last process does, however it ends, and so does its epmd.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+#: The URL of an existing RabbitMQ 4 to use instead of a private node.
 URL_ENV = "AMQP_SPARK_RABBITMQ_URL"
+#: The same for RabbitMQ 3 (the connector's tests also run against 3.10).
+URL3_ENV = "AMQP_SPARK_RABBITMQ3_URL"
+_URL_ENVS = {4: URL_ENV, 3: URL3_ENV}
+#: Where scripts/install-rabbitmq4.sh builds the trixie root (the same default as there).
+ROOT_ENV = "AMQP_SPARK_RABBITMQ4_ROOT"
+_DEFAULT_ROOT = Path("/var/cache/amqp-spark/rabbitmq4-trixie")
+_ROOT_READY_STAMP = ".amqp-spark-rabbitmq4-ready"
+#: What installs each kind, for the message when it is missing.
+_INSTALLERS = {4: "scripts/install-rabbitmq4.sh", 3: "scripts/install-rabbitmq.sh"}
+_CONTAINER_IMAGES = {4: "rabbitmq:4-management", 3: "rabbitmq:3.10"}
 
 # Debian's /usr/sbin/rabbitmq-server re-runs itself as the ``rabbitmq`` user with the
 # system node's directories; the scripts it wraps honour our environment as they are.
-_SCRIPT_DIRS = (Path("/usr/lib/rabbitmq/bin"),)
+_SCRIPTS_IN_PACKAGE = Path("/usr/lib/rabbitmq/bin")
+# Run in new mount and PID namespaces (by unshare, which mounts /proc for them) before
+# chroot: /dev and /sys bound there, invisible outside, gone when the namespace's last
+# process ends. $1 is the root, the rest the command to run in it.
+_ENTER_ROOT = (
+    'root=$1; shift; mount --rbind /dev "$root/dev"; mount --rbind /sys "$root/sys"; '
+    'exec chroot "$root" "$@"'
+)
+# Inside the root the host's environment means nothing (its PATH, the venv, ...).
+_ROOT_ENVIRONMENT = {
+    "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+}
 # Sent by a client first; a RabbitMQ that is up answers with a connection.start frame.
 _AMQP_0_9_1_HEADER = b"AMQP\x00\x00\x09\x01"
 _CONNECTION_START = (1, 0)  # frame type "method" on channel 0 ...
@@ -77,39 +110,137 @@ def amqp_handshake(host: str, port: int, timeout: float = 2.0) -> bool:
     )
 
 
-def find_server_scripts() -> Path | None:
-    """The directory holding ``rabbitmq-server`` and ``rabbitmqctl`` that can run a node
-    with our environment, or None when RabbitMQ is not installed."""
-    for directory in _SCRIPT_DIRS:
-        if (directory / "rabbitmq-server").is_file():
-            return directory
-    on_path = shutil.which("rabbitmq-server")
-    if on_path and Path(on_path).parent not in (Path("/usr/sbin"), Path("/sbin")):
-        return Path(on_path).parent
+@dataclass(frozen=True)
+class RabbitMQInstall:
+    """An installed RabbitMQ a node can run from: the host's, or one in a root of its own
+    (``root``), where ``scripts`` is the path as seen from inside the root."""
+
+    version: str
+    scripts: Path
+    root: Path | None = None
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def command(self, program: str, *args: str) -> list[str]:
+        """The command line running ``program args...`` of this install."""
+        argv = [str(self.scripts / program), *args]
+        if self.root is None:
+            return argv
+        return [
+            "unshare",
+            "--mount",
+            "--propagation=private",
+            "--pid",
+            "--fork",
+            "--kill-child",  # unshare killed: the namespace's first process, so all of it
+            f"--mount-proc={self.root / 'proc'}",
+            "sh",
+            "-c",
+            _ENTER_ROOT,
+            "enter-root",
+            str(self.root),
+            *argv,
+        ]
+
+    def base_environment(self) -> dict[str, str]:
+        """What a node's and its CLI tools' environments start from."""
+        return dict(os.environ) if self.root is None else dict(_ROOT_ENVIRONMENT)
+
+    def temporary_directory(self) -> tuple[Path, Path]:
+        """A new directory for a node's state: its path here and as the node sees it."""
+        if self.root is None:
+            here = Path(tempfile.mkdtemp(prefix="rabbitmq-test-"))
+            return here, here
+        here = Path(tempfile.mkdtemp(prefix="rabbitmq-test-", dir=self.root / "tmp"))
+        return here, Path("/") / here.relative_to(self.root)
+
+
+def _installed_version(scripts_here: Path) -> str | None:
+    """The version of the RabbitMQ whose scripts are in ``scripts_here`` (its server
+    application's directory, ``../lib/rabbitmq_server-<version>``), None if none is."""
+    if not (scripts_here / "rabbitmq-server").is_file():
+        return None
+    for server in sorted((scripts_here.parent / "lib").glob("rabbitmq_server-*")):
+        if m := re.fullmatch(r"rabbitmq_server-(\d+\.\d+\.\d+)", server.name):
+            return m.group(1)
     return None
 
 
+def rabbitmq4_root() -> Path:
+    """Where scripts/install-rabbitmq4.sh builds (and the tests look for) the trixie root."""
+    return Path(os.environ.get(ROOT_ENV) or _DEFAULT_ROOT)
+
+
+def installed_rabbitmqs() -> list[RabbitMQInstall]:
+    """Every RabbitMQ a private node can run from: the host's, then the trixie root's (only
+    once its build finished, see scripts/install-rabbitmq4.sh)."""
+    found = []
+    host_scripts = [_SCRIPTS_IN_PACKAGE]
+    on_path = shutil.which("rabbitmq-server")
+    if on_path and Path(on_path).parent not in (Path("/usr/sbin"), Path("/sbin")):
+        host_scripts.append(Path(on_path).parent)
+    for scripts in host_scripts:
+        if version := _installed_version(scripts):
+            found.append(RabbitMQInstall(version, scripts))
+            break
+    root = rabbitmq4_root()
+    in_root = root / _SCRIPTS_IN_PACKAGE.relative_to("/")
+    if (root / _ROOT_READY_STAMP).is_file() and (version := _installed_version(in_root)):
+        found.append(RabbitMQInstall(version, _SCRIPTS_IN_PACKAGE, root))
+    return found
+
+
+def find_rabbitmq(major: int) -> RabbitMQInstall | None:
+    """An installed RabbitMQ of version ``major`` (4 or 3), None when there is none."""
+    return next((i for i in installed_rabbitmqs() if i.major == major), None)
+
+
+def missing_rabbitmq(major: int) -> str:
+    """Why no private RabbitMQ ``major`` node can be had, and what installs one."""
+    return (
+        f"RabbitMQ {major} is not installed (as root: bash {_INSTALLERS[major]}; "
+        f"or set {_URL_ENVS[major]} to a RabbitMQ {major} you have)"
+    )
+
+
 class RabbitMQNode:
-    """A private RabbitMQ node; use as a context manager or call start() and stop().
+    """A private RabbitMQ node of ``install``; use as a context manager or call start() and
+    stop(). ``plugins`` are enabled from the start (none by default); with
+    ``rabbitmq_management`` the management API listens on ``management_port`` of 127.0.0.1.
 
     Every wait is bounded: start() gives up after ``start_timeout`` seconds and stop()
     escalates from ``rabbitmqctl stop`` to SIGTERM and SIGKILL of the process group.
     """
 
-    def __init__(self, scripts: Path, start_timeout: float = 90.0) -> None:
-        self.scripts = scripts
+    def __init__(
+        self,
+        install: RabbitMQInstall,
+        start_timeout: float = 90.0,
+        plugins: Sequence[str] = (),
+    ) -> None:
+        self.install = install
         self.start_timeout = start_timeout
+        self.plugins = tuple(plugins)
         self.port = free_port()
         self.dist_port = free_port()
         self.epmd_port = free_port()
+        self.management_port = free_port()
         self.nodename = f"rabbit-test-{self.port}@localhost"
         self.startup_seconds: float | None = None
-        self._dir: Path | None = None
+        self._dir: Path | None = None  # here
+        self._node_dir: Path | None = None  # the same, as the node sees it
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    @property
+    def management_url(self) -> str:
+        """The management API's base URL (only served with the rabbitmq_management plugin)."""
+        return f"http://127.0.0.1:{self.management_port}/api/"
 
     @property
     def log_path(self) -> Path:
@@ -123,8 +254,10 @@ class RabbitMQNode:
 
     def environment(self) -> dict[str, str]:
         """The environment for the server and for the CLI tools that talk to it."""
-        d = self._workdir
-        env = dict(os.environ)
+        if self._node_dir is None:
+            raise RuntimeError("the node has not been started")
+        d = self._node_dir
+        env = self.install.base_environment()
         env.update(
             HOME=str(d),  # the Erlang cookie is created and read here
             RABBITMQ_NODENAME=self.nodename,
@@ -142,18 +275,25 @@ class RabbitMQNode:
         )
         return env
 
-    def start(self) -> None:
-        self._dir = Path(tempfile.mkdtemp(prefix="rabbitmq-test-"))
-        (self._dir / "enabled_plugins").write_text("[].\n")
-        (self._dir / "rabbitmq-env.conf").write_text("")
+    def _write_config(self) -> None:
+        d = self._workdir
+        (d / "enabled_plugins").write_text(f"[{','.join(self.plugins)}].\n")
+        (d / "rabbitmq-env.conf").write_text("")
         # A test node must not stop accepting publishes because the disk is nearly full.
-        (self._dir / "rabbitmq.conf").write_text(
-            "disk_free_limit.absolute = 1MB\nlog.console = false\nlog.file.level = info\n"
-        )
+        config = "disk_free_limit.absolute = 1MB\nlog.console = false\nlog.file.level = info\n"
+        if "rabbitmq_management" in self.plugins:
+            config += (
+                f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.management_port}\n"
+            )
+        (d / "rabbitmq.conf").write_text(config)
+
+    def start(self) -> None:
+        self._dir, self._node_dir = self.install.temporary_directory()
+        self._write_config()
         began = time.monotonic()
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(
-                [str(self.scripts / "rabbitmq-server")],
+                self.install.command("rabbitmq-server"),
                 cwd=self._dir,
                 env=self.environment(),
                 stdin=subprocess.DEVNULL,
@@ -182,37 +322,32 @@ class RabbitMQNode:
         if self._dir is None:
             return
         _RUNNING.pop(self.url, None)
-        env = self.environment()
         process = self._process
         if process is not None and process.poll() is None:
-            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                subprocess.run(
-                    [str(self.scripts / "rabbitmqctl"), "-n", self.nodename, "stop"],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    timeout=30,
-                )
+            with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                self.ctl("stop", timeout=30)
             self._end_process_group(process)
-        # epmd daemonizes out of our process group. Its port is private to this node, so
-        # the epmd there is the one our node started, and no other node is using it.
-        if shutil.which("epmd"):
+        # epmd daemonizes out of our process group (in a root, its PID namespace ended with
+        # the node). Its port is private to this node, so the epmd there is the one our node
+        # started, and no other node is using it.
+        if self.install.root is None and shutil.which("epmd"):
             with contextlib.suppress(subprocess.TimeoutExpired, OSError):
                 subprocess.run(
                     ["epmd", "-port", str(self.epmd_port), "-kill"],
-                    env=env,
+                    env=self.environment(),
                     stdin=subprocess.DEVNULL,
                     capture_output=True,
                     timeout=10,
                 )
         shutil.rmtree(self._dir, ignore_errors=True)
-        self._dir = None
+        self._dir = self._node_dir = None
         self._process = None
 
     def ctl(self, *args: str, timeout: float = 60.0) -> str:
-        """``rabbitmqctl args...`` against this node; CalledProcessError if it fails."""
+        """``rabbitmqctl args...`` against this node; CalledProcessError if it fails,
+        TimeoutExpired after ``timeout`` seconds."""
         result = subprocess.run(
-            [str(self.scripts / "rabbitmqctl"), "-n", self.nodename, *args],
+            self.install.command("rabbitmqctl", "-n", self.nodename, *args),
             env=self.environment(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -283,23 +418,23 @@ def docker_engine_answers(timeout: float = 10.0) -> bool:
 
 
 @contextlib.contextmanager
-def rabbitmq() -> Iterator[str]:
-    """Yield the URL of a RabbitMQ that is up, for as long as the context lasts.
+def rabbitmq(major: int = 4) -> Iterator[str]:
+    """Yield the URL of a RabbitMQ ``major`` (4, the reference, or 3) that is up, for as
+    long as the context lasts: the server its environment variable names
+    (``AMQP_SPARK_RABBITMQ_URL`` for 4, ``AMQP_SPARK_RABBITMQ3_URL`` for 3), else a private
+    node, else a container where a Docker engine answers.
 
     Raises RabbitMQUnavailable, saying why and what to do, when none can be had.
     """
-    if url := os.environ.get(URL_ENV):
+    if url := os.environ.get(_URL_ENVS[major]):
         yield url
         return
-    scripts = find_server_scripts()
-    if scripts is not None:
-        with RabbitMQNode(scripts) as node:
+    install = find_rabbitmq(major)
+    if install is not None:
+        with RabbitMQNode(install) as node:
             yield node.url
         return
-    missing = (
-        f"{URL_ENV} is not set and rabbitmq-server is not installed "
-        "(install it with `bash scripts/install-rabbitmq.sh` as root)"
-    )
+    missing = missing_rabbitmq(major)
     if not docker_engine_answers():
         raise RabbitMQUnavailable(f"{missing}, and no Docker engine answers")
     try:
@@ -308,7 +443,7 @@ def rabbitmq() -> Iterator[str]:
         raise RabbitMQUnavailable(
             f"{missing}; a Docker engine answers but testcontainers is not installed"
         ) from e
-    with RabbitMqContainer("rabbitmq:3") as container:
+    with RabbitMqContainer(_CONTAINER_IMAGES[major]) as container:
         host = container.get_container_host_ip()
         port = container.get_exposed_port(5672)
         yield f"amqp://guest:guest@{host}:{port}/%2F"
