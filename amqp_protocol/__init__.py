@@ -1,7 +1,8 @@
 """The sans-IO AMQP protocol layer shared by the broker and the client.
 
-Method and property classes are generated from the spec XML files in ``spec/`` when this
-package is imported; see ``docs/architecture.md`` for the API.
+Method, content-property and error classes are generated from the spec XML files in ``spec/``
+into the checked-in modules of ``generated/`` (``python -m amqp_protocol.generate``); see
+``docs/architecture.md`` for the API.
 """
 
 from . import errors, events, frames, values

@@ -1,14 +1,17 @@
-"""The AMQP specifications, loaded from the XML files shipped in ``spec/``.
+"""The AMQP specifications, read from the XML files shipped in ``spec/``.
 
-Everything else in the protocol package is generated from the ``Spec`` objects built here:
-method classes, content-property classes, error classes. Nothing per method is written by hand.
+Everything per method in the protocol package is generated from the ``Spec`` objects built
+here: ``python -m amqp_protocol.generate`` writes the method, content-property and error
+classes to the modules of ``generated/``; ``load_spec`` pairs a version's XML with its
+generated classes. Nothing per method is written by hand.
 """
 
 from __future__ import annotations
 
-import functools
 import keyword
+import warnings
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -252,17 +255,55 @@ def merge_extension(spec: Spec, xml_text: bytes) -> None:
         spec.classes[ext.name] = replace(base, methods=tuple(methods.values()))
 
 
-@functools.cache
-def load_spec(filename: str, *extensions: str) -> Spec:
-    """Load a spec file shipped with the package, merge ``extensions`` into it and generate
-    its code (cached)."""
-    from .methods import generate_methods
-    from .properties import generate_properties
-
+def read_spec(filename: str, *extensions: str) -> Spec:
+    """The ``Spec`` of a spec file shipped with the package with ``extensions`` merged into
+    it, without classes: what ``generate`` writes the classes from."""
     folder = resources.files(__package__).joinpath("spec")
     spec = parse_spec(folder.joinpath(filename).read_bytes())
     for extension in extensions:
         merge_extension(spec, folder.joinpath(extension).read_bytes())
-    generate_methods(spec)
-    generate_properties(spec)
+    return spec
+
+
+def load_spec(
+    sources: tuple[str, ...],
+    methods: Iterable[type[Method]],
+    properties: Iterable[type[Properties]],
+) -> Spec:
+    """A ``Spec`` read from ``sources`` (a spec file and its extensions) with the classes
+    generated from them (a module of ``generated``) registered on it.
+
+    Classes that do not match the XML (a generated module older than a change to the XML or
+    the generator) are left out with a warning rather than misread the wire; they do not
+    stop the import, so that ``python -m amqp_protocol.generate`` can still run to rewrite
+    them (the test suite fails until it has).
+    """
+    spec = read_spec(*sources)
+    by_name = {cls.NAME: cls for cls in methods}
+    props_by_name = {cls.class_name: cls for cls in properties}
+    stale: list[str] = []
+    for cdef in spec.classes.values():
+        for mdef in cdef.methods:
+            cls = by_name.pop(mdef.name, None)
+            if cls is None or tuple(f.name for f in mdef.fields) != cls.FIELD_NAMES:
+                stale.append(mdef.name)
+                continue
+            cls.DEFINITION, cls.SPEC = mdef, spec
+            spec._methods[mdef.name] = cls
+            spec._methods_by_id[(mdef.class_id, mdef.method_id)] = cls
+        if cdef.properties:
+            pcls = props_by_name.pop(cdef.name, None)
+            if pcls is None or pcls.field_names != tuple(p.name for p in cdef.properties):
+                stale.append(f"{cdef.name} properties")
+                continue
+            pcls.property_defs = cdef.properties
+            spec._properties[cdef.name] = pcls
+            spec._properties_by_id[cdef.class_id] = pcls
+    stale += [*by_name, *props_by_name]
+    if stale:
+        warnings.warn(
+            f"generated classes differ from {sources} ({', '.join(stale)}): "
+            "run python -m amqp_protocol.generate",
+            stacklevel=2,
+        )
     return spec

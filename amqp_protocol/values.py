@@ -55,6 +55,13 @@ def syntax_error(text: str) -> errors.AMQPError:
     return errors.error_for_code(502)(text)
 
 
+#: Exceptions a generated encoder turns into a 502 syntax error: an integer out of its
+#: field's range, a string that is not encodable.
+ENCODE_ERRORS = (struct.error, UnicodeEncodeError)
+#: Exceptions a generated decoder turns into a 502 syntax error: input that ends too early.
+DECODE_ERRORS = (struct.error, IndexError)
+
+
 # -- strings -------------------------------------------------------------------------------
 
 
@@ -107,6 +114,9 @@ class Content(NamedTuple):
 
     data: bytes = b""
     reference: bool = False
+
+
+EMPTY_CONTENT = Content()
 
 
 def encode_content(value: Content | bytes) -> bytes:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .generated import spec_0_8, spec_0_9, spec_0_9_1
 from .spec import Spec, load_spec
 
-#: 0-9-1 with RabbitMQ's extensions: the stripped XML plus what it lacks (connection.blocked,
-#: update-secret; see spec/rabbitmq-0-9-1-extensions.xml).
-SPEC_0_9_1: Spec = load_spec(
-    "amqp0-9-1-rabbitmq-extended.stripped.xml", "rabbitmq-0-9-1-extensions.xml"
-)
-SPEC_0_9: Spec = load_spec("amqp0-9.xml")
-SPEC_0_8: Spec = load_spec("amqp0-8.stripped.xml")
+#: 0-9-1 with RabbitMQ's extensions (see ``generate.VERSIONS``).
+SPEC_0_9_1: Spec = load_spec(spec_0_9_1.SOURCES, spec_0_9_1.METHODS, spec_0_9_1.PROPERTIES)
+SPEC_0_9: Spec = load_spec(spec_0_9.SOURCES, spec_0_9.METHODS, spec_0_9.PROPERTIES)
+SPEC_0_8: Spec = load_spec(spec_0_8.SOURCES, spec_0_8.METHODS, spec_0_8.PROPERTIES)
 #: What a server accepts, preferred first.
 ALL_SPECS: tuple[Spec, ...] = (SPEC_0_9_1, SPEC_0_9, SPEC_0_8)
 

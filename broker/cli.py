@@ -17,6 +17,7 @@ import signal
 import sys
 
 from .config import BrokerConfig
+from .management import ManagementPortError, ctl
 from .server.app import BrokerServer
 from .store import StoreError, default_data_dir
 
@@ -34,6 +35,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--in-memory", action="store_true", help="keep no durable state (nothing survives)"
     )
     p.add_argument("--config", default=None, help="a TOML configuration file")
+    p.add_argument(
+        "--management-host",
+        default=None,
+        help="address of the management API, console and /metrics (default 127.0.0.1)",
+    )
+    p.add_argument(
+        "--management-port", type=int, default=None, help="its TCP port (default 15672)"
+    )
+    p.add_argument(
+        "--no-management", action="store_true", help="no management listener at all"
+    )
     p.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
     return p.parse_args(argv)
 
@@ -44,7 +56,11 @@ async def serve(config: BrokerConfig) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     server = BrokerServer(config, loop)
-    await server.start()
+    try:
+        await server.start()
+    except ManagementPortError as e:
+        await server.shutdown()
+        raise SystemExit(f"amqp-broker: {e}") from None
     await stop.wait()
     logging.getLogger("broker").info("signal received, shutting down")
     await server.shutdown()
@@ -58,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None:
             setattr(config, name, value)
     if args.in_memory:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ctl"]:
+        return ctl.main(argv[1:])
         config.data_dir = None
     elif not config.data_dir:
         config.data_dir = str(default_data_dir())
@@ -68,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(serve(config))
+    if args.management_host is not None:
+        config.management.host = args.management_host
+    if args.management_port is not None:
+        config.management.port = args.management_port
+    if args.no_management:
+        config.management.enabled = False
     except StoreError as e:
         print(f"amqp-broker: {e}", file=sys.stderr)
         return 1

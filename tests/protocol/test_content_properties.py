@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import struct
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_protocol import ALL_SPECS, Properties, errors
-from amqp_protocol.properties import generate_properties
+from amqp_protocol.generate import version_module
 from amqp_protocol.spec import parse_spec
 from tests.protocol.strategies import properties_of, shortstrs
 
@@ -113,9 +116,24 @@ _WIDE_XML = b"""<amqp major="0" minor="9" revision="1">
     b'<field name="p%d" domain="%s"/>' % (i, (b"shortstr", b"table", b"octet")[i % 3])
     for i in range(20)
 )
-_WIDE_SPEC = parse_spec(_WIDE_XML)
-generate_properties(_WIDE_SPEC)
-WIDE = _WIDE_SPEC.properties("wide")
+
+
+def _generated_class(xml: bytes, name: str) -> type[Properties]:
+    """The properties class ``name`` of the module the generator writes for ``xml``,
+    written to a temporary file and imported from there."""
+    source = version_module(parse_spec(xml), ("wide.xml",))
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "wide_spec.py"
+        path.write_text(source)
+        module_spec = importlib.util.spec_from_file_location("wide_spec", path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    cls: type[Properties] = getattr(module, name)
+    return cls
+
+
+WIDE = _generated_class(_WIDE_XML, "WideProperties")
 
 
 _SMALL_TABLES = st.dictionaries(shortstrs, st.integers(-5, 5), max_size=2)
