@@ -34,18 +34,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--in-memory", action="store_true", help="keep no durable state (nothing survives)"
     )
-    p.add_argument("--config", default=None, help="a TOML configuration file")
     p.add_argument(
         "--management-host",
         default=None,
         help="address of the management API, console and /metrics (default 127.0.0.1)",
     )
-    p.add_argument(
-        "--management-port", type=int, default=None, help="its TCP port (default 15672)"
-    )
-    p.add_argument(
-        "--no-management", action="store_true", help="no management listener at all"
-    )
+    p.add_argument("--management-port", type=int, default=None, help="its TCP port (default 15672)")
+    p.add_argument("--no-management", action="store_true", help="no management listener at all")
+    p.add_argument("--config", default=None, help="a TOML configuration file")
     p.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
     return p.parse_args(argv)
 
@@ -67,6 +63,9 @@ async def serve(config: BrokerConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["ctl"]:
+        return ctl.main(argv[1:])
     args = parse_args(argv)
     config = BrokerConfig.from_toml(args.config) if args.config else BrokerConfig()
     for name in ("host", "port", "data_dir", "log_level"):
@@ -74,12 +73,15 @@ def main(argv: list[str] | None = None) -> int:
         if value is not None:
             setattr(config, name, value)
     if args.in_memory:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["ctl"]:
-        return ctl.main(argv[1:])
         config.data_dir = None
     elif not config.data_dir:
         config.data_dir = str(default_data_dir())
+    if args.management_host is not None:
+        config.management.host = args.management_host
+    if args.management_port is not None:
+        config.management.port = args.management_port
+    if args.no_management:
+        config.management.enabled = False
     logging.basicConfig(
         level=config.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -87,12 +89,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(serve(config))
-    if args.management_host is not None:
-        config.management.host = args.management_host
-    if args.management_port is not None:
-        config.management.port = args.management_port
-    if args.no_management:
-        config.management.enabled = False
     except StoreError as e:
         print(f"amqp-broker: {e}", file=sys.stderr)
         return 1

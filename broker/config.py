@@ -29,6 +29,11 @@ Example file::
     verify = "verify_peer"             # or "verify_none": client certificates are not asked for
     fail_if_no_peer_cert = false       # true: a client without a certificate is refused
 
+    [management]                       # the HTTP API, console and /metrics (on by default)
+    enabled = true
+    host = "127.0.0.1"
+    port = 15672
+
     [users.app]
     password = "secret"                # or password_hash = "<RabbitMQ SHA-256 hash>"
     tags = ["management"]
@@ -141,6 +146,17 @@ class TLSConfig:
             raise ValueError("tls.verify = 'verify_peer' needs tls.cacertfile")
 
 
+@dataclass
+class ManagementConfig:
+    """The management HTTP listener (RabbitMQ's ``management.tcp``): API, console, metrics."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = 15672
+    #: bytes of a request body above which it is refused with 413
+    max_body: int = 20 << 20
+
+
 def _default_users() -> dict[str, User]:
     return {"guest": User("guest", hash_password("guest"), {"/": Permission()}, ["administrator"])}
 
@@ -175,6 +191,7 @@ class BrokerConfig:
     redirect: dict[str, list[str]] = field(default_factory=dict)
     #: Declared under each user (``[users.<name>.topic_permissions.<vhost>.<exchange>]``).
     topic_permissions: TopicPermissions = field(default_factory=dict)
+    management: ManagementConfig = field(default_factory=ManagementConfig)
 
     def connection_limit_of(self, user: User) -> int:
         """The user's open-connection limit; 0 means none."""
@@ -210,7 +227,10 @@ class BrokerConfig:
         data = dict(data)
         users_data = data.pop("users", None)
         tls_data = data.pop("tls", None)
+        management_data = data.pop("management", None)
         config = cls(**data)
+        if isinstance(management_data, dict):
+            config.management = ManagementConfig(**management_data)
         if users_data is not None:
             config.users = {name: _user(name, spec) for name, spec in users_data.items()}
             for name, spec in users_data.items():

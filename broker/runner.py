@@ -31,6 +31,10 @@ class Broker:
 
     with Broker() as b:          # port=0: an ephemeral port
         connect(b.url)
+        requests.get(b.management_url + "api/overview", auth=("guest", "guest"))
+
+    The management listener (HTTP API, console, /metrics) runs on an ephemeral port too
+    (``management_port``), unless the config's ``management.enabled`` is false.
 
     With a ``[tls]`` section in the config, an amqps listener runs too (``tls_port``,
     ``tls_url``); its port 0 also means an ephemeral port.
@@ -42,9 +46,11 @@ class Broker:
         port: int = 0,
         config: BrokerConfig | Mapping[str, Any] | str | Path | None = None,
         data_dir: str | None = None,
+        management_port: int = 0,
     ) -> None:
         self.config = load_config(config)
         self.config.host, self.config.port = host, port
+        self.config.management.port = management_port
         if data_dir is not None:
             self.config.data_dir = data_dir
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -72,6 +78,13 @@ class Broker:
     @property
     def tls_url(self) -> str:
         return f"amqps://guest:guest@{self.config.host}:{self.tls_port}/%2F"
+
+    @property
+    def management_url(self) -> str:
+        """The management listener's base URL (``http://127.0.0.1:PORT/``)."""
+        if self._server is None or self._server.management is None:
+            raise RuntimeError("the broker has no management listener running")
+        return self._server.management.url
 
     def start(self) -> Broker:
         if self._thread is not None:

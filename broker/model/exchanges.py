@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from amqp_protocol import errors
 
 from .field_types import amqp_type_name
+from .stats import MessageStats
 
 Destination = Hashable
 #: Bindings are identified by destination, key and arguments (arguments as a hashable key).
@@ -96,6 +97,7 @@ class Exchange:
         ae = self.arguments.get("alternate-exchange")
         self.alternate_exchange: str | None = ae if isinstance(ae, str) and ae else None
         self.bindings: dict[BindingKey, dict[str, Any]] = {}
+        self.stats = MessageStats()
 
     def __repr__(self) -> str:
         return f"<{self.type_name} exchange {self.name!r}>"

@@ -21,6 +21,7 @@ from amqp_protocol import errors
 from .clock import TimerHandle
 from .field_types import amqp_type_name
 from .message import Message, QueuedMessage, with_headers
+from .stats import MessageStats
 
 if TYPE_CHECKING:
     from .memory import MemoryGauge
@@ -392,6 +393,7 @@ class Queue:
         #: not come yet (kept by the channels that hold them; see ``consumer_count``).
         self.gets_unsettled = 0
         self.consumers: list[Consumer] = []
+        self.stats = MessageStats()
         self.deleted = False
         self._rr = 0
         self._dispatching = False

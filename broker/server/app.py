@@ -14,9 +14,11 @@ from pathlib import Path
 
 from .. import tls
 from ..config import BrokerConfig
+from ..management import ManagementServer
 from ..model.memory import MemoryGauge
 from ..model.persistence import InMemory, Persistence
 from ..model.queue_types import register_queue_type
+from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 from ..store.monitor import ResourceMonitor
 from ..store.persistence import DurableStore
@@ -83,6 +85,10 @@ class BrokerServer:
             self._close_store()
             raise
         self.connections: set[AMQPConnection] = set()
+        #: message counts of closed connections and of the management API's own publishes
+        self.closed_stats = MessageStats()
+        #: the management HTTP listener (None when ``management.enabled`` is false)
+        self.management: ManagementServer | None = None
         self._server: asyncio.Server | None = None
         self._tls_server: asyncio.Server | None = None
         self.port = 0
@@ -115,12 +121,29 @@ class BrokerServer:
         sockets = self._server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
         log.info("broker listening for AMQP on %s:%d", self.config.host, self.port)
+        await self._start_management()
         if self.disk is not None:
             self._check_disk()
+
+    async def _start_management(self) -> None:
+        """The management listener; a taken port closes the AMQP listeners again."""
+        if not self.config.management.enabled:
+            return
+        management = ManagementServer(self)
+        try:
+            await management.start()
+        except BaseException:
+            for listener in (self._server, self._tls_server):
+                if listener is not None:
+                    listener.close()
+            raise
+        self.management = management
 
     async def shutdown(self) -> None:
         """Stop listening; close every connection with 320 CONNECTION_FORCED; close the
         stream logs and the store."""
+        if self.management is not None:
+            await self.management.stop()
         for listener in (self._server, self._tls_server):
             if listener is not None:
                 listener.close()

@@ -21,6 +21,7 @@ from amqp_protocol.values import encode_shortstr
 from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration
 from ..model.queues import Consumer, Queue, consumer_priority
+from ..model.stats import MessageStats
 from . import spec09
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class ServerChannel:
         self._tx_settles: list[tuple[str, int, Unacked]] = []
         self._last_queue: str | None = None
         self.closed = False
+        self.stats = MessageStats()
         #: 0-9 / 0-8 only: the state of the classes 0-9-1 dropped (see spec09).
         self.extension = spec09.attach(self)
         self.handlers = HANDLERS if self.extension is None else spec09.handlers(HANDLERS)
@@ -94,10 +96,19 @@ class ServerChannel:
         """A new delivery tag; the delivery awaits its ack unless the consumer is no-ack."""
         tag = self._next_tag
         self._next_tag = tag + 1
+        stats, queue_stats = self.stats, queue.stats
         if not consumer.no_ack:
             self.unacked[tag] = (consumer, queue, entry)
             consumer.unacked += 1
             self.unacked_count += 1
+            stats.deliver += 1
+            queue_stats.deliver += 1
+        else:
+            stats.deliver_no_ack += 1
+            queue_stats.deliver_no_ack += 1
+        if entry.redelivered:
+            stats.redeliver += 1
+            queue_stats.redeliver += 1
         return tag
 
     def track_get(self, queue: Queue, entry: QueuedMessage, no_ack: bool) -> int:
@@ -108,9 +119,16 @@ class ServerChannel:
         self._next_tag = tag + 1
         if no_ack:
             queue.settle(entry)
+            self.stats.get_no_ack += 1
+            queue.stats.get_no_ack += 1
         else:
             self.unacked[tag] = (None, queue, entry)
             queue.gets_unsettled += 1
+            self.stats.get += 1
+            queue.stats.get += 1
+        if entry.redelivered:
+            self.stats.redeliver += 1
+            queue.stats.redeliver += 1
         return tag
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
@@ -154,6 +172,7 @@ class ServerChannel:
         self._tx_settles.clear()
         self._requeue([*self.unacked.values(), *held])
         self.unacked.clear()
+        self.conn.stats.add(self.stats)
 
     # -- channel ------------------------------------------------------------------------------
 
@@ -352,8 +371,10 @@ class ServerChannel:
 
     def _settle(self, action: str, items: list[Unacked]) -> None:
         if action == "ack":
+            self.stats.ack += len(items)
             for _, queue, entry in items:
                 queue.settle(entry)
+                queue.stats.ack += 1
         elif action == "requeue":
             self._requeue(items)
         else:
@@ -445,6 +466,8 @@ class ServerChannel:
         the message."""
         queues = self.vhost.route(exchange, message.routing_key, headers)
         accepted, journaled = True, False
+        self.stats.publish += 1
+        exchange.stats.publish_in += 1
         if not queues:
             if mandatory:
                 returned = self._m("basic.return")(
@@ -457,7 +480,9 @@ class ServerChannel:
         else:
             token = (self, self._publish_seq + 1) if self.confirming else None
             journaled = self.vhost.store.message_routed(message, queues, token)
+            exchange.stats.publish_out += 1
             for q in queues:
+                q.stats.publish += 1
                 if not q.publish(message):
                     accepted = False
                 if q.buffers_publishes and self.confirming:
@@ -494,6 +519,7 @@ class ServerChannel:
         if self._journal_waiting:
             held = bisect.bisect_left(self._confirms, self._journal_waiting[0], key=_sequence)
         confirms, self._confirms = self._confirms[:held], self._confirms[held:]
+        self.stats.confirm += len(confirms)
         ack, nack = self._m("basic.ack"), self._m("basic.nack")
         run_start: int | None = None
         last = 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import platform
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from ..access import Access
 from ..auth import EXTERNAL, offered_mechanisms, parse_response
 from ..config import User
 from ..model.message import Message
+from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 from . import wire
 from .channel import ServerChannel
@@ -77,6 +79,10 @@ class AMQPConnection(asyncio.Protocol):
         self._peer_common_name: str | None = None
         self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
         self.channels: dict[int, ServerChannel] = {}
+        #: the counts of its closed channels (``connection_stats`` adds the open ones')
+        self.stats = MessageStats()
+        #: when the socket was accepted (``time.time()``), for the management API
+        self.connected_at = time.time()
         self.client_properties: dict[str, Any] = {}
         self.heartbeat = 0
         self._out: list[bytes] = []
@@ -129,6 +135,7 @@ class AMQPConnection(asyncio.Protocol):
         if self.vhost is not None:
             self.vhost.delete_owned_by(self)
         self.server.connections.discard(self)
+        self.server.closed_stats.add(self.stats)
         log.info(
             "closed AMQP connection %s (user %s)%s", self.peer, self.user, f": {exc}" if exc else ""
         )

@@ -1,0 +1,131 @@
+"""The management listener: an aiohttp application on the broker's event loop.
+
+It serves RabbitMQ's HTTP API under ``/api/``, Prometheus metrics under ``/metrics`` and the
+web console at ``/``. Errors are answered as RabbitMQ's management plugin answers them
+(``{"error": ..., "reason": ...}``), unknown paths included; request bodies are bounded
+(``ManagementConfig.max_body``). No access log is written (it would name users).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from amqp_protocol import errors
+
+from . import (
+    bindings,
+    connections,
+    definitions,
+    exchanges,
+    metrics,
+    overview,
+    queues,
+    users,
+    vhosts,
+)
+from .auth import api_auth
+from .context import BROKER, SAMPLER
+from .rates import INTERVAL, RateSampler
+from .responses import ApiError, from_amqp
+
+if TYPE_CHECKING:
+    from ..server.app import BrokerServer
+
+log = logging.getLogger("broker.management")
+
+
+class ManagementPortError(OSError):
+    """The management listener could not bind its address."""
+
+
+@web.middleware
+async def rabbitmq_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Every error as RabbitMQ's JSON; mutations are never done by GET (the routes say so)."""
+    try:
+        return await handler(request)
+    except ApiError as e:
+        return e.response()
+    except errors.AMQPError as e:  # the model refused, as it refuses an AMQP client
+        return from_amqp(e).response()
+    except web.HTTPRequestEntityTooLarge as e:
+        return ApiError(413, "bad_request", f"request body too large: {e.text}").response()
+    except web.HTTPNotFound:
+        return ApiError(404, "Object Not Found", "Not Found").response()
+    except web.HTTPMethodNotAllowed as e:
+        allowed = ", ".join(sorted(e.allowed_methods))
+        reason = f"{request.method} not allowed here (allowed: {allowed})"
+        return ApiError(405, "Method Not Allowed", reason).response()
+
+
+def build_app(broker: BrokerServer, sampler: RateSampler) -> web.Application:
+    app = web.Application(
+        middlewares=[rabbitmq_errors, api_auth],
+        client_max_size=broker.config.management.max_body,
+    )
+    app[BROKER] = broker
+    app[SAMPLER] = sampler
+    for module in (
+        overview,
+        vhosts,
+        users,
+        connections,
+        exchanges,
+        queues,
+        bindings,
+        definitions,
+        metrics,
+    ):
+        module.add_routes(app.router)
+    return app
+
+
+class ManagementServer:
+    def __init__(self, broker: BrokerServer) -> None:
+        self.broker = broker
+        self.config = broker.config.management
+        self.sampler = RateSampler()
+        self._runner: web.AppRunner | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        host = self.config.host
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}/"
+
+    async def start(self) -> None:
+        """Listen; a taken address raises ``ManagementPortError`` naming it."""
+        runner = web.AppRunner(build_app(self.broker, self.sampler), access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, self.config.host, self.config.port)
+        try:
+            await site.start()
+        except OSError as e:
+            await runner.cleanup()
+            raise ManagementPortError(
+                e.errno,
+                f"cannot listen on {self.config.host}:{self.config.port} "
+                f"(--management-host/--management-port): {e.strerror}",
+            ) from None
+        self._runner = runner
+        self.port = runner.addresses[0][1]
+        self._tick()
+        log.info("management API, console and /metrics on %s", self.url)
+
+    def _tick(self) -> None:
+        self.sampler.tick(self.broker, self.broker.loop.time())
+        self._timer = self.broker.loop.call_later(INTERVAL, self._tick)
+
+    async def stop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
