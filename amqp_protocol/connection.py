@@ -32,8 +32,7 @@ from .versions import ALL_SPECS, spec_for_header
 
 _CONTENT_HEADER = struct.Struct(">HHQ")
 _FRAME_HEAD = frames.FRAME_HEADER
-#: A frame header preceded by the frame-end octet of the frame before it.
-_END_AND_HEAD = struct.Struct(">BBHI")
+_END_AND_HEAD = frames.END_AND_HEADER
 #: A content header frame's header with the class-id, weight and body size it starts with.
 _HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
 #: The same followed by the first property-flags word.

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
-from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD
+from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD, deliver_frames
 
 from .. import __version__, tls
 from ..access import Access
@@ -31,7 +31,6 @@ from ..config import User
 from ..model.message import Message
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
-from . import wire
 from .channel import ServerChannel
 from .content_pump import ContentPump
 from .spec09 import connection_class as spec09_connection
@@ -276,9 +275,9 @@ class AMQPConnection(asyncio.Protocol):
         )
         if self._pump.holding or cancellable:
             parts: list[bytes] = []
-            wire.deliver_frames(
-                parts, channel, consumer_tag, delivery_tag, redelivered, message,
-                self.proto.frame_max,
+            deliver_frames(
+                parts, channel, consumer_tag, delivery_tag, redelivered,
+                message.envelope, message.header_payload, message.body, self.proto.frame_max,
             )  # fmt: skip
             data = b"".join(parts)
             if cancellable:
@@ -286,13 +285,15 @@ class AMQPConnection(asyncio.Protocol):
             else:
                 self.write(data)
             return
-        self._out_bytes += wire.deliver_frames(
+        self._out_bytes += deliver_frames(
             self._out,
             channel,
             consumer_tag,
             delivery_tag,
             redelivered,
-            message,
+            message.envelope,
+            message.header_payload,
+            message.body,
             self.proto.frame_max,
         )
         if not self._flush_scheduled:

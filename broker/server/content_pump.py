@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from amqp_protocol.frames import FRAME_HEADER, FRAME_OVERHEAD
+from amqp_protocol.frames import BODY, FRAME_END_BYTE, FRAME_HEADER, FRAME_OVERHEAD
 
-_BODY = 3
 #: Body frames handed to the transport in one ``drain``: a reject is read between two pieces.
 _WRITE_SIZE = 256 * 1024
 
@@ -93,7 +92,7 @@ class ContentPump:
                 write(item)
             elif item.cancelled:
                 items.popleft()
-                write(FRAME_HEADER.pack(_BODY, item.channel, 0) + b"\xce")
+                write(FRAME_HEADER.pack(BODY, item.channel, 0) + FRAME_END_BYTE)
             else:
                 end = _frames_end(item.frames, item.offset, _WRITE_SIZE)
                 write(item.frames[item.offset : end].tobytes())

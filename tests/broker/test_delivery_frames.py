@@ -1,5 +1,6 @@
-"""The broker's hand-built basic.deliver frames are the bytes the protocol layer's
-``send_content`` gives for the same delivery, and their reported size is exact."""
+"""The broker's fast-path basic.deliver frames (``frames.deliver_frames`` from a message's
+pre-encoded pieces) are the bytes the protocol layer's ``send_content`` gives for the same
+delivery, and their reported size is exact."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 import pytest
 
 from amqp_protocol import SPEC_0_9_1, Connection
+from amqp_protocol.frames import deliver_frames
 from amqp_protocol.values import encode_shortstr
 from broker.model.message import Message
-from broker.server.wire import deliver_frames
 
 FRAME_MAX = 4096
 Properties = SPEC_0_9_1.properties("basic")
@@ -25,7 +26,17 @@ def test_deliver_frames_match_send_content(
     body = bytes(range(256)) * (body_size // 256) + b"b" * (body_size % 256)
     message = Message("ex", "rk", Properties(**properties), body)
     out: list[bytes] = []
-    size = deliver_frames(out, 3, encode_shortstr("ctag"), 42, redelivered, message, FRAME_MAX)
+    size = deliver_frames(
+        out,
+        3,
+        encode_shortstr("ctag"),
+        42,
+        redelivered,
+        message.envelope,
+        message.header_payload,
+        message.body,
+        FRAME_MAX,
+    )
     reference = Connection(role="server", spec=SPEC_0_9_1)
     reference.frame_max = FRAME_MAX
     deliver = SPEC_0_9_1.method("basic.deliver")(
