@@ -1,0 +1,112 @@
+"""message_stats: counts per queue, exchange, channel, connection and overall, as RabbitMQ
+reports them, and rates from samples taken off the hot path."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pika
+
+from broker import Broker
+from broker.management.rates import RateSampler
+from tests.management.conftest import Api
+
+
+class _Object:
+    """Something the sampler can hold a weak reference to."""
+
+
+def _wait_for(predicate: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.02)
+
+
+def test_counts_follow_publishes_confirms_deliveries_gets_and_acks(
+    broker: Broker, api: Api
+) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+    ch = conn.channel()
+    ch.confirm_delivery()
+    ch.queue_declare("counted")
+    for i in range(5):
+        ch.basic_publish("", "counted", f"m{i}".encode())
+    method, _, _ = ch.basic_get("counted", auto_ack=False)
+    ch.basic_ack(method.delivery_tag)
+    got: list[bytes] = []
+    ch.basic_qos(prefetch_count=10)
+
+    def on_message(c: Any, m: Any, p: Any, body: bytes) -> None:
+        got.append(body)
+        c.basic_ack(m.delivery_tag)
+
+    ch.basic_consume("counted", on_message)
+    while len(got) < 4:
+        conn.process_data_events(time_limit=0.1)
+    ch.basic_qos(prefetch_count=10)  # a round trip: the last ack has been read
+    stats = api.get("/api/queues/%2F/counted")["message_stats"]
+    assert {k: stats[k] for k in ("publish", "deliver", "get", "deliver_get", "ack")} == {
+        "publish": 5,
+        "deliver": 4,
+        "get": 1,
+        "deliver_get": 5,
+        "ack": 5,
+    }
+    assert stats["publish_details"] == {"rate": 0.0}
+    (channel,) = api.get("/api/channels")
+    assert channel["message_stats"]["confirm"] == 5
+    assert channel["message_stats"]["publish"] == 5
+    (connection,) = api.get("/api/connections")
+    assert connection["message_stats"]["ack"] == 5
+    exchange = api.get("/api/exchanges/%2F/amq.default")["message_stats"]
+    assert (exchange["publish_in"], exchange["publish_out"]) == (5, 5)
+    conn.close()
+    _wait_for(lambda: api.get("/api/overview")["object_totals"]["connections"] == 0)
+    overall = api.get("/api/overview")["message_stats"]
+    assert (overall["publish"], overall["confirm"], overall["deliver_get"], overall["ack"]) == (
+        5,
+        5,
+        5,
+        5,
+    )
+
+
+def test_a_redelivery_is_counted(broker: Broker, api: Api) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+    ch = conn.channel()
+    ch.queue_declare("again")
+    ch.basic_publish("", "again", b"x")
+    method, _, _ = ch.basic_get("again")
+    ch.basic_nack(method.delivery_tag, requeue=True)
+    method, _, _ = ch.basic_get("again")
+    assert method.redelivered
+    ch.basic_ack(method.delivery_tag)
+    ch.basic_qos(prefetch_count=1)
+    stats = api.get("/api/queues/%2F/again")["message_stats"]
+    assert (stats["get"], stats["redeliver"], stats["ack"]) == (2, 1, 1)
+    conn.close()
+
+
+def test_a_queue_without_traffic_has_no_message_stats(api: Api) -> None:
+    api.ok("PUT", "/api/queues/%2F/idle", {})
+    assert "message_stats" not in api.get("/api/queues/%2F/idle")
+
+
+def test_a_rate_is_the_change_between_the_last_two_samples() -> None:
+    sampler, obj = RateSampler(), _Object()
+    assert sampler.rates(obj) == {}
+    sampler.record(obj, 100.0, {"publish": 10})
+    assert sampler.rates(obj) == {}
+    sampler.record(obj, 105.0, {"publish": 60})
+    assert sampler.rates(obj) == {"publish": 10.0}
+    sampler.record(obj, 110.0, {"publish": 60})
+    assert sampler.rates(obj) == {"publish": 0.0}
+
+
+def test_samples_go_with_their_object() -> None:
+    sampler, obj = RateSampler(), _Object()
+    sampler.record(obj, 1.0, {"publish": 1})
+    del obj
+    assert len(sampler._samples) == 0
