@@ -16,14 +16,18 @@ if TYPE_CHECKING:
 # Tests claim the AMQP 0-9 rules they check with @pytest.mark.spec_rule (docs/conformance.md).
 pytest_plugins = ("tests.conformance.plugin",)
 
-# Fixture names of the brokers behind each `broker_url` parameter.
-_BROKERS = {"bundled": "bundled_broker_url", "rabbitmq": "rabbitmq_url"}
-
 
 @pytest.fixture(scope="session")
 def rabbitmq_url() -> Iterator[str]:
-    """``amqp://`` URL of a real RabbitMQ (a private node started once per session)."""
-    yield from fixtures.rabbitmq_url()
+    """``amqp://`` URL of a real RabbitMQ 4 (a private node started once per session)."""
+    yield from fixtures.rabbitmq_url(4)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq3_url() -> Iterator[str]:
+    """``amqp://`` URL of a real RabbitMQ 3.10 (a private node started once per session),
+    for the connector's tests: many users still run 3.x."""
+    yield from fixtures.rabbitmq_url(3)
 
 
 @pytest.fixture(scope="session")
@@ -32,16 +36,10 @@ def bundled_broker_url() -> Iterator[str]:
     yield from fixtures.bundled_broker_url()
 
 
-@pytest.fixture(
-    params=[
-        pytest.param("bundled"),
-        pytest.param("rabbitmq", marks=pytest.mark.rabbitmq),
-    ]
-)
+@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
 def broker_url(request: pytest.FixtureRequest) -> str:
     """The test runs once against each broker: ``test_x[bundled]``, ``test_x[rabbitmq]``."""
-    url: str = request.getfixturevalue(_BROKERS[request.param])
-    return url
+    return fixtures.broker_url_of(request)
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.stream_reader import AMQPStreamReader
 from tests.spark.recording_proxy import RecordingProxy
+from tests.support import fixtures
 
 
 @dataclass
@@ -72,6 +73,13 @@ def confirming_channel(url: str) -> tuple[Connection, Channel]:
     ch = conn.channel()
     ch.confirm_select()
     return conn, ch
+
+
+@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq", "rabbitmq3"))
+def broker_url(request: pytest.FixtureRequest) -> str:
+    """The connector's tests run against RabbitMQ 3.10 as well as 4 and the bundled broker
+    (many users still run 3.x): ``test_x[bundled]``, ``[rabbitmq]``, ``[rabbitmq3]``."""
+    return fixtures.broker_url_of(request)
 
 
 @pytest.fixture

@@ -65,6 +65,30 @@ def _fail_in_ci_else_skip(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+# Fixture names of the brokers behind each `broker_url` parameter: "rabbitmq" is RabbitMQ 4,
+# the reference; "rabbitmq3" (3.10) only where a directory's conftest asks for it.
+_BROKERS = {
+    "bundled": "bundled_broker_url",
+    "rabbitmq": "rabbitmq_url",
+    "rabbitmq3": "rabbitmq3_url",
+}
+
+
+def broker_params(*names: str) -> list[object]:
+    """``broker_url`` parameters for the brokers ``names`` (keys of _BROKERS), the real
+    RabbitMQs marked ``rabbitmq``."""
+    return [
+        pytest.param(name, marks=pytest.mark.rabbitmq) if name != "bundled" else name
+        for name in names
+    ]
+
+
+def broker_url_of(request: pytest.FixtureRequest) -> str:
+    """The URL of the broker a ``broker_url`` parameter names."""
+    url: str = request.getfixturevalue(_BROKERS[request.param])
+    return url
+
+
 def bundled_broker_url() -> Iterator[str]:
     """The bundled broker, in process, on an ephemeral port of 127.0.0.1."""
     from broker import Broker
