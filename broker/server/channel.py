@@ -13,9 +13,38 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from amqp_protocol import Method, errors
+from amqp_protocol import Method, Properties, errors
+from amqp_protocol.generated.any_version import (
+    BasicAck,
+    BasicCancel,
+    BasicConsume,
+    BasicGet,
+    BasicNack,
+    BasicProperties,
+    BasicPublish,
+    BasicQos,
+    BasicRecover,
+    BasicRecoverAsync,
+    BasicReject,
+    ChannelClose,
+    ChannelCloseOk,
+    ChannelFlow,
+    ConfirmSelect,
+    ExchangeBind,
+    ExchangeDeclare,
+    ExchangeDelete,
+    ExchangeUnbind,
+    QueueBind,
+    QueueDeclare,
+    QueueDelete,
+    QueuePurge,
+    QueueUnbind,
+    TxCommit,
+    TxRollback,
+    TxSelect,
+)
 from amqp_protocol.values import encode_shortstr
 
 from ..model.exchanges import Exchange, check_sender_selected, without_bcc
@@ -176,16 +205,16 @@ class ServerChannel:
 
     # -- channel ------------------------------------------------------------------------------
 
-    def _channel_close(self, m: Method) -> None:
+    def _channel_close(self, m: ChannelClose) -> None:
         self.teardown()
         self.send(self._m("channel.close-ok")())
         self.conn.forget_channel(self.id)
 
-    def _channel_close_ok(self, m: Method) -> None:
+    def _channel_close_ok(self, m: ChannelCloseOk) -> None:
         self.conn.forget_channel(self.id)
 
-    def _channel_flow(self, m: Method) -> None:
-        self.flow_active = m.active  # type: ignore[attr-defined]
+    def _channel_flow(self, m: ChannelFlow) -> None:
+        self.flow_active = m.active
         self.send(self._m("channel.flow-ok")(active=self.flow_active))
         if self.flow_active:
             self.redispatch()
@@ -195,7 +224,7 @@ class ServerChannel:
 
     # -- exchange -----------------------------------------------------------------------------
 
-    def _exchange_declare(self, m: Any) -> None:
+    def _exchange_declare(self, m: ExchangeDeclare) -> None:
         self.vhost.declare_exchange(
             m.exchange,
             m.type,
@@ -208,18 +237,18 @@ class ServerChannel:
         if not m.no_wait:
             self.send(self._m("exchange.declare-ok")())
 
-    def _exchange_delete(self, m: Any) -> None:
+    def _exchange_delete(self, m: ExchangeDelete) -> None:
         self.vhost.delete_exchange(m.exchange, if_unused=m.if_unused)
         if not m.no_wait:
             self.send(self._m("exchange.delete-ok")())
 
-    def _exchange_bind(self, m: Any) -> None:
+    def _exchange_bind(self, m: ExchangeBind) -> None:
         destination = self.vhost.exchange(m.destination)
         self.vhost.bind(destination, m.source, m.routing_key, m.arguments)
         if not m.no_wait:
             self.send(self._m("exchange.bind-ok")())
 
-    def _exchange_unbind(self, m: Any) -> None:
+    def _exchange_unbind(self, m: ExchangeUnbind) -> None:
         destination = self.vhost.exchange(m.destination)
         self.vhost.unbind(destination, m.source, m.routing_key, m.arguments)
         if not m.no_wait:
@@ -235,7 +264,7 @@ class ServerChannel:
             name = self._last_queue
         return self.vhost.queue(name, self.conn)
 
-    def _queue_declare(self, m: Any) -> None:
+    def _queue_declare(self, m: QueueDeclare) -> None:
         q = self.vhost.declare_queue(
             m.queue,
             owner=self.conn,
@@ -253,23 +282,23 @@ class ServerChannel:
                 )
             )
 
-    def _queue_bind(self, m: Any) -> None:
+    def _queue_bind(self, m: QueueBind) -> None:
         q = self._queue(m.queue)
         self.vhost.bind(q, m.exchange, m.routing_key, m.arguments)
         if not m.no_wait:
             self.send(self._m("queue.bind-ok")())
 
-    def _queue_unbind(self, m: Any) -> None:
+    def _queue_unbind(self, m: QueueUnbind) -> None:
         q = self._queue(m.queue)
         self.vhost.unbind(q, m.exchange, m.routing_key, m.arguments)
         self.send(self._m("queue.unbind-ok")())
 
-    def _queue_purge(self, m: Any) -> None:
+    def _queue_purge(self, m: QueuePurge) -> None:
         count = self._queue(m.queue).purge()
         if not m.no_wait:
             self.send(self._m("queue.purge-ok")(message_count=count))
 
-    def _queue_delete(self, m: Any) -> None:
+    def _queue_delete(self, m: QueueDelete) -> None:
         name = m.queue or self._last_queue or ""
         count = self.vhost.delete_queue_named(
             name, self.conn, if_unused=m.if_unused, if_empty=m.if_empty
@@ -279,7 +308,7 @@ class ServerChannel:
 
     # -- basic: consuming ---------------------------------------------------------------------
 
-    def _basic_qos(self, m: Any) -> None:
+    def _basic_qos(self, m: BasicQos) -> None:
         if m.prefetch_size:
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - prefetch_size!=0 ({m.prefetch_size})")
         if m.global_:
@@ -289,7 +318,7 @@ class ServerChannel:
         self.send(self._m("basic.qos-ok")())
         self.redispatch()
 
-    def _basic_consume(self, m: Any) -> None:
+    def _basic_consume(self, m: BasicConsume) -> None:
         q = self._queue(m.queue)
         tag = m.consumer_tag or _generated_tag("amq.ctag-")
         if tag in self.consumers:
@@ -312,7 +341,7 @@ class ServerChannel:
             self.send(self._m("basic.consume-ok")(consumer_tag=tag))
         q.dispatch()
 
-    def _basic_cancel(self, m: Any) -> None:
+    def _basic_cancel(self, m: BasicCancel) -> None:
         consumer = self.consumers.pop(m.consumer_tag, None)
         if consumer is not None:
             self._tag_bytes.pop(consumer, None)
@@ -320,7 +349,7 @@ class ServerChannel:
         if not m.no_wait:
             self.send(self._m("basic.cancel-ok")(consumer_tag=m.consumer_tag))
 
-    def _basic_get(self, m: Any) -> None:
+    def _basic_get(self, m: BasicGet) -> None:
         q = self._queue(m.queue)
         entry = q.get()
         if entry is None:
@@ -402,16 +431,16 @@ class ServerChannel:
         else:
             self._settle(action, [item for _, item in taken])
 
-    def _basic_ack(self, m: Any) -> None:
+    def _basic_ack(self, m: BasicAck) -> None:
         self._settle_or_hold("ack", m.delivery_tag, m.multiple)
 
-    def _basic_nack(self, m: Any) -> None:
+    def _basic_nack(self, m: BasicNack) -> None:
         self._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, m.multiple)
 
-    def _basic_reject(self, m: Any) -> None:
+    def _basic_reject(self, m: BasicReject) -> None:
         self._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, False)
 
-    def _basic_recover(self, m: Any) -> None:
+    def _basic_recover(self, m: BasicRecover | BasicRecoverAsync) -> None:
         if not m.requeue:
             raise errors.NotImplemented_("NOT_IMPLEMENTED - requeue=false")
         items = list(self.unacked.values())
@@ -422,15 +451,18 @@ class ServerChannel:
 
     # -- basic: publishing --------------------------------------------------------------------
 
-    def publish(self, m: Any, properties: Any, body: bytes) -> None:
+    def publish(self, m: Method, properties: Properties, body: bytes) -> None:
         """A content-bearing method with its content: basic.publish, or on a 0-9 channel
         also the file, stream and tunnel contents."""
         if self.extension is not None:
             spec09.content(self, m, properties, body)
+        elif isinstance(m, BasicPublish):
+            # The protocol layer pairs a content header with its method's class: basic.
+            self.basic_publish(m, cast(BasicProperties, properties), body)
         else:
-            self.basic_publish(m, properties, body)
+            raise errors.CommandInvalid(f"COMMAND_INVALID - {m.NAME} is not sent by clients")
 
-    def basic_publish(self, m: Any, properties: Any, body: bytes) -> None:
+    def basic_publish(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
         """basic.publish with its content."""
         if m.immediate:
             raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
@@ -536,7 +568,7 @@ class ServerChannel:
         if run_start is not None:
             self.send(ack(delivery_tag=last, multiple=last > run_start))
 
-    def _confirm_select(self, m: Any) -> None:
+    def _confirm_select(self, m: ConfirmSelect) -> None:
         if self.transactional:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - cannot switch from tx to confirm mode"
@@ -547,7 +579,7 @@ class ServerChannel:
 
     # -- tx -----------------------------------------------------------------------------------
 
-    def _tx_select(self, m: Method) -> None:
+    def _tx_select(self, m: TxSelect) -> None:
         if self.confirming:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - cannot switch from confirm to tx mode"
@@ -559,7 +591,7 @@ class ServerChannel:
         if not self.transactional:
             raise errors.PreconditionFailed("PRECONDITION_FAILED - channel is not transactional")
 
-    def _tx_commit(self, m: Method) -> None:
+    def _tx_commit(self, m: TxCommit) -> None:
         self._require_tx()
         publishes, self._tx_publishes = self._tx_publishes, []
         settles, self._tx_settles = self._tx_settles, []
@@ -570,7 +602,7 @@ class ServerChannel:
             self.vhost.store.sync()  # commit-ok only once the transaction is on disk
         self.send(self._m("tx.commit-ok")())
 
-    def _tx_rollback(self, m: Method) -> None:
+    def _tx_rollback(self, m: TxRollback) -> None:
         self._require_tx()
         self._tx_publishes.clear()
         # Rolled-back acks leave their deliveries unacknowledged, as before the ack.

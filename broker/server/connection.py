@@ -24,6 +24,14 @@ from typing import TYPE_CHECKING, Any
 from amqp_protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
 from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD, deliver_frames
 
+from amqp_protocol.generated.any_version import (
+    ConnectionClose,
+    ConnectionCloseOk,
+    ConnectionOpen,
+    ConnectionStartOk,
+    ConnectionTuneOk,
+    ConnectionUpdateSecret,
+)
 from .. import __version__, tls
 from ..access import Access
 from ..auth import EXTERNAL, offered_mechanisms, parse_response
@@ -505,7 +513,7 @@ class AMQPConnection(asyncio.Protocol):
         spec09_connection.adjust_start(self, start)
         self.send_method(0, start)
 
-    def _start_ok(self, m: Any) -> None:
+    def _start_ok(self, m: ConnectionStartOk) -> None:
         self.client_properties = m.client_properties or {}
         user, reason = self._login(m.mechanism, m.response)
         if user is None:
@@ -573,7 +581,7 @@ class AMQPConnection(asyncio.Protocol):
             self.transport.resume_reading()
         self._fail(errors.AccessRefused(text).with_culprit(10, 11))  # connection.start-ok
 
-    def _tune_ok(self, m: Any) -> None:
+    def _tune_ok(self, m: ConnectionTuneOk) -> None:
         cfg = self.config
         channel_max = m.channel_max or cfg.channel_max
         frame_max = m.frame_max or cfg.frame_max
@@ -591,7 +599,7 @@ class AMQPConnection(asyncio.Protocol):
         self.heartbeat = m.heartbeat
         self._state = "open-wait"
 
-    def _open(self, m: Any) -> None:
+    def _open(self, m: ConnectionOpen) -> None:
         name = m.virtual_host
         vhost = self.server.vhosts.get(name)
         user = self.config.users[self.user or ""]
@@ -624,17 +632,17 @@ class AMQPConnection(asyncio.Protocol):
     def _open_connections_of(self, user: User) -> int:
         return sum(1 for c in self.server.connections if c.user == user.name and c._state == "open")
 
-    def _close(self, m: Any) -> None:
+    def _close(self, m: ConnectionClose) -> None:
         log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
         for channel in list(self.channels.values()):
             channel.teardown()
         self.send_method(0, self.spec.method("connection.close-ok")())
         self.abort()
 
-    def _close_ok(self, m: Method) -> None:
+    def _close_ok(self, m: ConnectionCloseOk) -> None:
         self.abort()
 
-    def _update_secret(self, m: Method) -> None:
+    def _update_secret(self, m: ConnectionUpdateSecret) -> None:
         self.send_method(0, self.spec.method("connection.update-secret-ok")())
 
     def _ignore(self, m: Method) -> None:
