@@ -46,9 +46,9 @@ class AMQPDataSource(DataSource):
         return AMQPBatchReader(self._source_options())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from amqp_spark.source.stream_reader import AMQPStreamReader
+        from amqp_spark.source.stream_reader import stream_reader
 
-        return AMQPStreamReader(self._source_options())
+        return stream_reader(self._source_options())
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from amqp_spark.sink import make_batch_writer

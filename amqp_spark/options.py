@@ -1,13 +1,18 @@
-"""Option parsing shared by the source and the sink.
+"""Options of the source and the sink, each declared once.
 
 Spark hands a Data Source its options as a case-insensitive dict of strings. Each side
-declares the options it accepts once (name, parser, default, help) and parses them all up
-front, so that a wrong option fails at ``load()`` / start with a message that names the
-option, the bad value and what is accepted — never deep inside a running query.
+declares its options as the fields of a frozen dataclass, one :func:`option` per field; that
+declaration alone drives the parsing (:func:`parse_options`), the error messages (the
+option's name, the value given and the parser's ``accepted`` text) and the options table of
+the README and of docs/ (:func:`options_table`, checked by ``scripts/options_table.py
+--check``). So
+adding an option is adding one field. All options are parsed up front, so that a wrong
+option fails at ``load()`` / start, never deep inside a running query.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -27,115 +32,239 @@ class OptionError(ValueError):
         super().__init__(text + (f". {hint}" if hint else ""))
 
 
+class Refused(ValueError):
+    """Raised by a parser for a value it does not accept; the text, if any, says why (the
+    caller names the option, the value and what is accepted)."""
+
+
+@dataclass(frozen=True)
+class Parser(Generic[T]):
+    """How one option's string becomes its value."""
+
+    accepted: str  #: what is accepted, as error messages say it
+    read: Callable[[str], T]  #: raises Refused
+    redact: bool = False  #: show the value in errors with its password hidden (URIs)
+
+
+@dataclass(frozen=True)
+class Requires:
+    """An option that only makes sense with another one: set (``values`` None), or with one
+    of ``values``."""
+
+    option: str
+    values: tuple[str, ...] | None = None
+    hint: str = ""
+
+    def accepted(self) -> str:
+        if self.values is None:
+            return f"only with '{self.option}'"
+        return f"only with {self.option} " + " or ".join(f"'{v}'" for v in self.values)
+
+
 @dataclass(frozen=True)
 class Option(Generic[T]):
-    """One accepted option: its documented name, how to parse it and its default."""
+    """One accepted option: its documented name, its parser, its default and its docs."""
 
     name: str  #: as documented (camelCase, like Spark's Kafka source); matched case-insensitively
-    parse: Callable[[str, str], T]  #: (option name, raw string) -> value; raises OptionError
+    parser: Parser[T]
     default: T | None = None
     required: bool = False
-    doc: str = ""
+    default_doc: str = ""  #: the README's default column when the default alone misleads
+    doc: str = ""  #: the README's meaning column
+    requires: Requires | None = None
+    details: str = ""  #: the meaning column of the detailed table in docs/ (else ``doc``)
+
+    def shown_default(self) -> str:
+        if self.required:
+            return "required"
+        if self.default_doc:
+            return self.default_doc
+        if self.default is None or self.default == ():
+            return "–"
+        if isinstance(self.default, bool):
+            return f"`{str(self.default).lower()}`"
+        return f"`{self.default}`"
+
+    def parse(self, value: str) -> T:
+        try:
+            return self.parser.read(value)
+        except Refused as e:
+            shown = redact_uri(value) if self.parser.redact else value
+            raise OptionError(self.name, shown, self.parser.accepted, str(e)) from None
+
+
+_OPTION = "amqp_spark.option"
+
+
+def option(
+    name: str,
+    parser: Parser[Any],
+    *,
+    default: Any = None,
+    required: bool = False,
+    default_doc: str = "",
+    doc: str = "",
+    requires: Requires | None = None,
+    details: str = "",
+) -> Any:
+    """A dataclass field that is the option ``name`` (see the module docstring)."""
+    declared = Option(name, parser, default, required, default_doc, doc, requires, details)
+    metadata = {_OPTION: declared}
+    if required:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def declared_options(settings: type) -> dict[str, Option[Any]]:
+    """The options declared by the dataclass ``settings``, by field name, in order."""
+    return {
+        f.name: f.metadata[_OPTION] for f in dataclasses.fields(settings) if _OPTION in f.metadata
+    }
 
 
 def parse_options(
-    raw: Mapping[str, str], accepted: Iterable[Option[Any]], side: str
-) -> dict[str, Any]:
-    """Parse ``raw`` against ``accepted``; keys of the result are the documented names.
+    raw: Mapping[str, str], accepted: Mapping[str, Option[Any]], side: str
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """Parse ``raw`` against ``accepted`` (by field name): the values by field name, and the
+    documented names of the options given.
 
     Unknown options are refused (with the closest accepted name as a hint): a typo in
     ``maxMessagesPerTrigger`` must not silently mean "no limit".
     """
-    by_key = {opt.name.lower(): opt for opt in accepted}
+    by_key = {opt.name.lower(): (field, opt) for field, opt in accepted.items()}
     parsed: dict[str, Any] = {}
+    given: set[str] = set()
     for key, value in raw.items():
-        opt = by_key.get(key.lower())
-        if opt is None:
+        found = by_key.get(key.lower())
+        if found is None:
             close = difflib.get_close_matches(key.lower(), by_key, n=1)
-            hint = f"did you mean '{by_key[close[0]].name}'?" if close else ""
-            raise OptionError(
-                key, value, f"the {side} options {sorted(o.name for o in by_key.values())}", hint
-            )
-        parsed[opt.name] = opt.parse(opt.name, value)
-    for opt in by_key.values():
-        if opt.name not in parsed:
+            hint = f"did you mean '{by_key[close[0]][1].name}'?" if close else ""
+            names = sorted(opt.name for opt in accepted.values())
+            raise OptionError(key, value, f"the {side} options {names}", hint)
+        field, opt = found
+        parsed[field] = opt.parse(value)
+        given.add(opt.name)
+    for field, opt in accepted.items():
+        if field not in parsed:
             if opt.required:
-                raise OptionError(opt.name, None, opt.doc or "a value", "this option is required")
-            parsed[opt.name] = opt.default
-    return parsed
+                raise OptionError(opt.name, None, opt.parser.accepted, "this option is required")
+            parsed[field] = opt.default
+    _check_requirements(raw, accepted, parsed, given)
+    return parsed, frozenset(given)
+
+
+def _check_requirements(
+    raw: Mapping[str, str],
+    accepted: Mapping[str, Option[Any]],
+    parsed: Mapping[str, Any],
+    given: set[str],
+) -> None:
+    by_name = {opt.name: field for field, opt in accepted.items()}
+    for opt in accepted.values():
+        need = opt.requires
+        if need is None or opt.name not in given:
+            continue
+        other = parsed[by_name[need.option]]
+        if (other is None) if need.values is None else (other not in need.values):
+            raise OptionError(opt.name, raw_value(raw, opt.name), need.accepted(), need.hint)
+
+
+def raw_value(raw: Mapping[str, str], name: str) -> str | None:
+    """The value the user gave for ``name`` (keys arrive lower-cased)."""
+    return next((v for k, v in raw.items() if k.lower() == name.lower()), None)
+
+
+def options_table(settings: type, detailed: bool = False) -> str:
+    """The table of the options ``settings`` declares (Markdown): the README's, or with
+    ``detailed`` the one of docs/source.md and docs/sink.md."""
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    for opt in declared_options(settings).values():
+        meaning = (opt.details or opt.doc) if detailed else opt.doc
+        rows.append(f"| `{opt.name}` | {opt.shown_default()} | {meaning} |")
+    return "\n".join(rows) + "\n"
 
 
 # -- parsers -------------------------------------------------------------------------------
 
 
-def parse_str(name: str, value: str) -> str:
+def _non_empty(value: str) -> str:
     if not value:
-        raise OptionError(name, value, "a non-empty string")
+        raise Refused()
     return value
 
 
-def parse_bool(name: str, value: str) -> bool:
+STRING = Parser("a non-empty string", _non_empty)
+ANY_STRING = Parser("any string, the empty one included", lambda value: value)
+
+
+def _bool(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in ("true", "1", "yes"):
         return True
     if lowered in ("false", "0", "no"):
         return False
-    raise OptionError(name, value, "true or false")
+    raise Refused()
 
 
-def int_parser(minimum: int, maximum: int | None = None) -> Callable[[str, str], int]:
-    """A parser of integers in [minimum, maximum]."""
-    accepted = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
+BOOLEAN = Parser("true or false", _bool)
 
-    def parse(name: str, value: str) -> int:
+
+def integers(minimum: int, maximum: int | None = None) -> Parser[int]:
+    """Integers in [minimum, maximum]."""
+
+    def read(value: str) -> int:
         try:
             number = int(value.strip())
         except ValueError:
-            raise OptionError(name, value, accepted) from None
+            raise Refused() from None
         if number < minimum or (maximum is not None and number > maximum):
-            raise OptionError(name, value, accepted)
+            raise Refused()
         return number
 
-    return parse
+    accepted = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
+    return Parser(accepted, read)
 
 
-def choice_parser(*choices: str) -> Callable[[str, str], str]:
-    """A parser of one of ``choices`` (case-insensitive); returns the canonical spelling."""
+def one_of(choices: Iterable[str], meaning: Mapping[str, T] | None = None) -> Parser[Any]:
+    """One of ``choices`` (case-insensitive): its canonical spelling, or what ``meaning``
+    maps it to."""
     canonical = {c.lower(): c for c in choices}
 
-    def parse(name: str, value: str) -> str:
+    def read(value: str) -> Any:
         found = canonical.get(value.strip().lower())
         if found is None:
-            raise OptionError(name, value, " or ".join(choices))
-        return found
+            raise Refused()
+        return found if meaning is None else meaning[found]
 
-    return parse
+    return Parser(" or ".join(canonical.values()), read)
 
 
-def parse_list(name: str, value: str) -> tuple[str, ...]:
-    """A comma-separated list of non-empty names."""
+def _names(value: str) -> tuple[str, ...]:
     items = tuple(item.strip() for item in value.split(","))
     if not items or any(not item for item in items):
-        raise OptionError(
-            name, value, "a comma-separated list of non-empty names, e.g. 'orders,refunds'"
-        )
+        raise Refused()
     return items
 
 
-def parse_uri(name: str, value: str) -> str:
-    """An ``amqp://`` or ``amqps://`` URI; only its shape is checked here (the client parses it)."""
+NAMES = Parser("a comma-separated list of non-empty names, e.g. 'orders,refunds'", _names)
+
+URI_ACCEPTED = "amqp://user:password@host:port/vhost or amqps://..."
+
+
+def _uri(value: str) -> str:
+    """An ``amqp://`` or ``amqps://`` URI; only its shape is checked here (the client parses
+    it)."""
     try:
         parts = urlsplit(value)
         parts.port  # noqa: B018 - raises ValueError for a bad port
     except ValueError:
-        raise OptionError(
-            name, redact_uri(value), "amqp://user:password@host:port/vhost or amqps://..."
-        ) from None
+        raise Refused() from None
     if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
-        raise OptionError(
-            name, redact_uri(value), "amqp://user:password@host:port/vhost or amqps://..."
-        )
+        raise Refused()
     return value
+
+
+URI = Parser(URI_ACCEPTED, _uri, redact=True)
 
 
 def redact_uri(uri: str) -> str:

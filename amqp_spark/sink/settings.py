@@ -1,90 +1,92 @@
-"""The sink's options: declared once, parsed up front so a bad one fails at query start."""
+"""The sink's options, each declared once (see ``amqp_spark.options``), parsed up front so
+a bad one fails at query start."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from amqp_spark.options import (
-    Option,
-    choice_parser,
-    int_parser,
-    parse_bool,
+    ANY_STRING,
+    BOOLEAN,
+    URI,
+    declared_options,
+    integers,
+    one_of,
+    option,
     parse_options,
-    parse_uri,
 )
 
 #: AMQP delivery-mode values by the names the ``deliveryMode`` option accepts.
 DELIVERY_MODES = {"transient": 1, "persistent": 2, "1": 1, "2": 2}
 
 
-def parse_any_str(name: str, value: str) -> str:
-    """Any string, the empty one included: ``""`` is the default exchange / an empty key."""
-    return value
-
-
-def parse_delivery_mode(name: str, value: str) -> int:
-    """``persistent``/``transient`` or the numbers 2/1; choice_parser returns a key of the map."""
-    return DELIVERY_MODES[choice_parser(*DELIVERY_MODES)(name, value)]
-
-
-SINK_OPTIONS: tuple[Option[Any], ...] = (
-    Option("uri", parse_uri, required=True, doc="amqp://user:password@host:port/vhost"),
-    Option(
-        "exchange",
-        parse_any_str,
-        doc="the exchange every row goes to; overrides an `exchange` column. Default: the "
-        "column, else the default exchange ''",
-    ),
-    Option(
-        "routingKey",
-        parse_any_str,
-        doc="a fixed routing key; overrides a `routing_key` column. Default: the column, else ''",
-    ),
-    Option("mandatory", parse_bool, default=False, doc="fail the task on an unroutable message"),
-    Option(
-        "deliveryMode",
-        parse_delivery_mode,
-        default=2,
-        doc="persistent (2) or transient (1), for rows without a delivery_mode value",
-    ),
-    Option("confirm", parse_bool, default=True, doc="publisher confirms"),
-    Option(
-        "maxInFlight", int_parser(1, 1_000_000), default=5000, doc="outstanding confirms per task"
-    ),
-    Option(
-        "ignoreExtraColumns",
-        parse_bool,
-        default=False,
-        doc="ignore (with a logged note) columns the sink does not know instead of failing",
-    ),
-)
-
-
 @dataclass(frozen=True)
 class SinkSettings:
-    """The parsed options of one write. Picklable: it travels to the executors."""
+    """The parsed options of one write: one field per option. Picklable: it travels to the
+    executors."""
 
-    uri: str
-    exchange: str | None
-    routing_key: str | None
-    mandatory: bool
-    delivery_mode: int
-    confirm: bool
-    max_in_flight: int
-    ignore_extra_columns: bool
+    uri: str = option(
+        "uri",
+        URI,
+        required=True,
+        doc="as for the source",
+        details="`amqp://user:password@host:port/vhost` or `amqps://...`; query parameters as "
+        "RabbitMQ URIs define them (`heartbeat`, `connection_timeout`, ...)",
+    )
+    exchange: str | None = option(
+        "exchange",
+        ANY_STRING,
+        default_doc="the `exchange` column, else the default exchange",
+        doc="every row's exchange (overrides the column)",
+        details="the exchange every row goes to; when set it **overrides** an `exchange` column "
+        "(as Kafka's `topic` option does)",
+    )
+    routing_key: str | None = option(
+        "routingKey",
+        ANY_STRING,
+        default_doc='the `routing_key` column, else `""`',
+        doc="a fixed routing key (overrides the column)",
+        details="a fixed routing key; when set it **overrides** a `routing_key` column",
+    )
+    mandatory: bool = option(
+        "mandatory",
+        BOOLEAN,
+        default=False,
+        doc="an unroutable message is returned and fails the task",
+        details="publish mandatory: a message no queue receives is returned and **fails the task**",
+    )
+    delivery_mode: int = option(
+        "deliveryMode",
+        one_of(DELIVERY_MODES, DELIVERY_MODES),
+        default=2,
+        default_doc="`persistent`",
+        doc="`persistent` or `transient`, for rows without `delivery_mode`",
+        details="`persistent` (2) or `transient` (1), for rows without a `delivery_mode` value",
+    )
+    confirm: bool = option(
+        "confirm",
+        BOOLEAN,
+        default=True,
+        doc="publisher confirms: a batch is committed only when every row is confirmed",
+        details="publisher confirms; see the guarantee below for what `false` gives up",
+    )
+    max_in_flight: int = option(
+        "maxInFlight",
+        integers(1, 1_000_000),
+        default=5000,
+        doc="unconfirmed messages a task may have outstanding",
+        details="unconfirmed messages a task may have outstanding before it waits",
+    )
+    ignore_extra_columns: bool = option(
+        "ignoreExtraColumns",
+        BOOLEAN,
+        default=False,
+        doc="drop (and log) unknown columns instead of failing",
+        details="ignore (with a logged note) columns the sink does not know instead of failing",
+    )
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SinkSettings:
-        opts = parse_options(raw, SINK_OPTIONS, side="sink")
-        return cls(
-            uri=opts["uri"],
-            exchange=opts["exchange"],
-            routing_key=opts["routingKey"],
-            mandatory=opts["mandatory"],
-            delivery_mode=opts["deliveryMode"],
-            confirm=opts["confirm"],
-            max_in_flight=opts["maxInFlight"],
-            ignore_extra_columns=opts["ignoreExtraColumns"],
-        )
+        values, _ = parse_options(raw, declared_options(cls), side="sink")
+        return cls(**values)

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, open_with_retry, using_queue
+from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
+from amqp_spark.source.starting import First
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 class AMQPBatchReader(DataSourceReader):
     def __init__(self, options: SourceOptions) -> None:
         if "startingOffsets" not in options.given:
-            options = dataclasses.replace(options, starting_offsets="first")
+            options = dataclasses.replace(options, starting_offsets=First())
         self.options = options
 
     def partitions(self) -> list[InputPartition]:

@@ -34,8 +34,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from amqp_spark.offsets import ClassicOffset
 from amqp_spark.source.connecting import open_with_retry, using_queue
+from amqp_spark.source.limits import Limits
+from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
 
 if TYPE_CHECKING:
@@ -68,14 +69,6 @@ def _spare_full_collections() -> None:
     nothing waits longer to be freed."""
     gen0, gen1, _ = gc.get_threshold()
     gc.set_threshold(gen0, gen1, 1000)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much one batch may take; None = unbounded."""
-
-    max_rows: int | None = None
-    max_bytes: int | None = None
 
 
 @dataclass

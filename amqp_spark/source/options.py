@@ -1,4 +1,4 @@
-"""The options of the ``amqp`` source, declared once and parsed up front.
+"""The options of the ``amqp`` source, each declared once (see ``amqp_spark.options``).
 
 Named in the style of Spark's Kafka source. Parsing happens at ``load()`` (in
 ``DataSource.schema()``) and again where the reader is built, so a wrong option fails before
@@ -7,89 +7,61 @@ any connection is opened, with a message naming the option, the value and what i
 
 from __future__ import annotations
 
-import datetime
 import json
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from amqp_spark.options import (
-    Option,
+    BOOLEAN,
+    NAMES,
+    STRING,
+    URI,
+    URI_ACCEPTED,
     OptionError,
-    choice_parser,
-    int_parser,
-    parse_bool,
-    parse_list,
+    Parser,
+    Refused,
+    Requires,
+    declared_options,
+    integers,
+    one_of,
+    option,
     parse_options,
-    parse_str,
-    parse_uri,
-    redact_uri,
+    raw_value,
 )
+from amqp_spark.source import starting
+from amqp_spark.source.limits import Limits
 
-#: Where a stream-queue read starts: a keyword, a timestamp, or per queue one of those or an
-#: explicit offset.
-StartSpec = str | datetime.datetime | int
-STARTING_KEYWORDS = ("first", "last", "next")
-
-_STARTING_ACCEPTED = (
-    "'first', 'last', 'next', an ISO-8601 timestamp such as '2024-05-01T12:00:00Z', or a JSON "
-    'object per queue such as \'{"orders": 42, "refunds": "first"}\''
-)
 _ENDING_ACCEPTED = (
     "'next' (all that is there at planning) or a JSON object of exclusive end offsets per "
     "queue such as '{\"orders\": 100}'"
 )
 
 
-def _parse_timestamp(text: str) -> datetime.datetime | None:
-    try:
-        moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
-
-
-def _parse_start_spec(name: str, value: object, accepted: str) -> StartSpec:
-    if isinstance(value, bool):
-        raise OptionError(name, value, accepted)
-    if isinstance(value, int):
-        if value < 0:
-            raise OptionError(name, value, accepted)
-        return value
-    if isinstance(value, str):
-        if value.strip().lower() in STARTING_KEYWORDS:
-            return value.strip().lower()
-        moment = _parse_timestamp(value.strip())
-        if moment is not None:
-            return moment
-    raise OptionError(name, value, accepted)
-
-
-def parse_starting_offsets(name: str, value: str) -> StartSpec | dict[str, StartSpec]:
-    """A keyword or timestamp for every queue, or a JSON object of those / offsets per queue."""
-    if value.strip().startswith("{"):
-        per_queue = _json_object(name, value, _STARTING_ACCEPTED)
-        return {
-            q: _parse_start_spec(name, spec, _STARTING_ACCEPTED) for q, spec in per_queue.items()
-        }
-    return _parse_start_spec(name, value, _STARTING_ACCEPTED)
-
-
-def parse_ending_offsets(name: str, value: str) -> str | dict[str, int]:
+def _ending_offsets(value: str) -> str | dict[str, int]:
     """'next' or a JSON object of exclusive end offsets per queue."""
     if value.strip().lower() == "next":
         return "next"
     if value.strip().startswith("{"):
-        per_queue = _json_object(name, value, _ENDING_ACCEPTED)
-        if all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in per_queue.values()
+        try:
+            per_queue = json.loads(value)
+        except ValueError:
+            raise Refused("it is not valid JSON") from None
+        if (
+            isinstance(per_queue, dict)
+            and per_queue
+            and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                for v in per_queue.values()
+            )
         ):
             return {q: int(v) for q, v in per_queue.items()}
-    raise OptionError(name, value, _ENDING_ACCEPTED)
+    raise Refused()
 
+
+ENDING_OFFSETS = Parser(_ENDING_ACCEPTED, _ending_offsets)
 
 _CHECKPOINT_ACCEPTED = (
     "the query's checkpoint directory, the path given to writeStream.option("
@@ -97,7 +69,7 @@ _CHECKPOINT_ACCEPTED = (
 )
 
 
-def parse_checkpoint_location(name: str, value: str) -> Path:
+def _checkpoint_location(value: str) -> Path:
     """A local path or a ``file:`` URI (whether it is a query's checkpoint directory is
     checked where it is used: Spark creates it only when the query starts)."""
     parts = urlsplit(value.strip())
@@ -105,85 +77,208 @@ def parse_checkpoint_location(name: str, value: str) -> Path:
         return Path(unquote(parts.path))
     if value.strip() and (not parts.scheme or len(parts.scheme) == 1):  # no scheme (or C:)
         return Path(value.strip())
-    raise OptionError(name, value, _CHECKPOINT_ACCEPTED)
+    raise Refused()
 
 
-def _json_object(name: str, value: str, accepted: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        raise OptionError(name, value, accepted, "it is not valid JSON") from None
-    if not isinstance(parsed, dict) or not parsed:
-        raise OptionError(name, value, accepted)
-    return parsed
+CHECKPOINT_LOCATION = Parser(_CHECKPOINT_ACCEPTED, _checkpoint_location)
 
 
-_URI_ACCEPTED = "amqp://user:password@host:port/vhost or amqps://..."
-
-
-def parse_source_uri(name: str, value: str) -> str:
+def _source_uri(value: str) -> str:
     """An AMQP URI the client accepts, query parameters included (``heartbeat=abc`` fails at
     ``load()``, not when the query starts). TLS files are not opened here: they need only
     exist where the connections are made."""
     from amqp_spark.client.parameters import parse_url
 
-    uri = parse_uri(name, value)
+    uri = URI.read(value)
     tls = urlsplit(uri).scheme == "amqps"
     try:
         parse_url(uri, ssl_context=ssl.create_default_context() if tls else None)
     except ValueError as e:
-        raise OptionError(name, redact_uri(uri), _URI_ACCEPTED, str(e)) from None
+        raise Refused(str(e)) from None
     return uri
 
+
+SOURCE_URI = Parser(URI_ACCEPTED, _source_uri, redact=True)
 
 #: The largest prefetch one AMQP consumer can have (basic.qos prefetch-count is a short).
 CONSUMER_PREFETCH_MAX = 65535
 #: The largest ``prefetch``: what the driver may hold unacked per classic queue.
 PREFETCH_MAX = 16 * CONSUMER_PREFETCH_MAX
 
-SOURCE_OPTIONS: tuple[Option[Any], ...] = (
-    Option("uri", parse_source_uri, required=True, doc=_URI_ACCEPTED),
-    Option("queue", parse_list, doc="comma-separated queue names"),
-    Option("exchange", parse_str, doc="consume through a server-named queue bound to it"),
-    Option("bindingKeys", parse_list, default=("#",), doc="binding keys of that queue"),
-    Option("queueType", choice_parser("classic", "quorum", "stream"), default="classic"),
-    Option("prefetch", int_parser(1, PREFETCH_MAX), default=10000),
-    Option("maxMessagesPerTrigger", int_parser(1)),
-    Option("maxBytesPerTrigger", int_parser(1)),
-    Option("startingOffsets", parse_starting_offsets, default="next"),
-    Option("endingOffsets", parse_ending_offsets, default="next"),
-    Option("ackBatchReads", parse_bool, default=False),
-    Option("pollTimeoutMs", int_parser(1, 600_000), default=2000),
-    Option("maxReconnectAttempts", int_parser(0, 100), default=5),
-    Option("rowsPerPartition", int_parser(1), default=100_000),
-    Option("checkpointLocation", parse_checkpoint_location),
+_STREAM_ONLY = Requires(
+    "queueType", ("stream",), "classic queues are consumed destructively and have no positions"
 )
 
 
 @dataclass(frozen=True)
 class SourceOptions:
-    """The parsed, cross-checked options of one ``load()``."""
+    """The parsed, cross-checked options of one ``load()``: one field per option, declared
+    with its parser, default and documentation (the README's table is made from these)."""
 
-    uri: str
-    queues: tuple[str, ...]  #: empty when consuming through ``exchange``
-    exchange: str | None
-    binding_keys: tuple[str, ...]
-    queue_type: str  #: "classic" or "stream"
-    prefetch: int
-    max_messages_per_trigger: int | None
-    max_bytes_per_trigger: int | None
-    starting_offsets: StartSpec | dict[str, StartSpec]
-    ending_offsets: str | dict[str, int]
-    ack_batch_reads: bool
-    poll_timeout: float  #: seconds to wait for deliveries known to be on their way
-    max_reconnect_attempts: int
-    rows_per_partition: int
-    checkpoint_location: Path | None  #: classic queues, trigger(once=True): see stream_reader
-    given: frozenset[str]  #: documented names of the options the user set
+    uri: str = option(
+        "uri",
+        SOURCE_URI,
+        required=True,
+        doc="`amqp://user:password@host:port/vhost` or `amqps://...`; query parameters "
+        "`heartbeat`, `frame_max`, `channel_max`, `connection_timeout` (ms), "
+        "`auth_mechanism` (`plain`, `amqplain`, `external`), and for amqps `cacertfile`, "
+        "`certfile`, `keyfile`, `verify` (`verify_peer` / `verify_none`), "
+        "`server_name_indication`. Passwords never appear in errors or logs.",
+        details="`amqp://user:password@host:port/vhost` or `amqps://...`; query parameters "
+        "`heartbeat`, `frame_max`, `channel_max`, `connection_timeout` as RabbitMQ URIs "
+        "define them. Passwords are redacted in errors.",
+    )
+    queues: tuple[str, ...] = option(
+        "queue",
+        NAMES,
+        default=(),
+        doc="one or more queue names, comma-separated; exactly one of `queue` / `exchange`",
+        details="one or more queue names, comma-separated. Exactly one of `queue` / `exchange`.",
+    )
+    exchange: str | None = option(
+        "exchange",
+        STRING,
+        doc="classic only: consume through a server-named exclusive queue bound to this "
+        "exchange for the query",
+        requires=Requires(
+            "queueType",
+            ("classic",),
+            "the queue made for 'exchange' is a server-named classic queue; quorum and stream "
+            "queries read named queues: use 'queue'",
+        ),
+        details="classic only: consume through a server-named, exclusive queue declared for the "
+        "query and bound to this exchange.",
+    )
+    binding_keys: tuple[str, ...] = option(
+        "bindingKeys",
+        NAMES,
+        default=("#",),
+        default_doc="`#`",
+        doc="with `exchange`: comma-separated binding keys",
+        requires=Requires("exchange"),
+        details="with `exchange`: comma-separated binding keys of that queue (`#` = everything on "
+        "a topic exchange; ignored by fanout).",
+    )
+    queue_type: str = option(
+        "queueType",
+        one_of(("classic", "quorum", "stream")),
+        default="classic",
+        doc="`classic` or `quorum` (at-least-once, acked after Spark commits) or `stream` "
+        "(replayable offsets)",
+        details="`classic` (consumed destructively, at-least-once), `quorum` (read exactly as "
+        "`classic`) or `stream` (RabbitMQ stream queues, replayable ranges). Not detected: "
+        "AMQP 0-9-1 has no call that tells.",
+    )
+    prefetch: int = option(
+        "prefetch",
+        integers(1, PREFETCH_MAX),
+        default=10000,
+        doc="`basic.qos` per consumer; for classic queues also the most messages the driver "
+        "holds unacked per queue",
+        details="1–1048560. Classic queues in a stream: how many messages the driver holds unacked "
+        "per queue, hence the largest batch; one AMQP consumer may have at most 65535, so a "
+        "larger window is shared by several consumers on the queue's channel (`basic.qos` of "
+        "`prefetch / consumers` each; their deliveries share the channel's delivery tags, so "
+        "offsets and acks are unchanged). Stream queues and batch reads: `basic.qos` of each "
+        "consumer, at most 65535.",
+    )
+    max_messages_per_trigger: int | None = option(
+        "maxMessagesPerTrigger",
+        integers(1),
+        default_doc="classic: `prefetch / 2` per queue; stream: none",
+        doc="rows per micro-batch at most (admission control, `ReadMaxRows`)",
+        details="rows per micro-batch at most (Spark admission control, `ReadMaxRows`). In a batch "
+        "read of classic queues: messages read per queue at most.",
+    )
+    max_bytes_per_trigger: int | None = option(
+        "maxBytesPerTrigger",
+        integers(1),
+        default_doc="none",
+        doc="body bytes per micro-batch at most (`ReadMaxBytes`)",
+        details="body bytes per micro-batch at most (`ReadMaxBytes`); a batch always takes at "
+        "least one message. For streams estimated from the average body size seen. Both limits may "
+        "be given; both apply.",
+    )
+    starting_offsets: starting.StartingOffsets = option(
+        "startingOffsets",
+        starting.STARTING_OFFSETS,
+        default=starting.Next(),
+        default_doc="`next` (batch reads: `first`)",
+        doc="streams: `first`, `last`, `next`, an ISO-8601 timestamp, or per-queue JSON",
+        requires=_STREAM_ONLY,
+        details="stream only, for a query without checkpoint or a batch read: `first`, `last` (the "
+        "last message), `next` (only new ones), an ISO-8601 timestamp "
+        '(`2024-05-01T12:00:00Z`), or per queue JSON `{"orders": 42, "refunds": "first"}` '
+        "(queues not named start at `next`).",
+    )
+    ending_offsets: str | dict[str, int] = option(
+        "endingOffsets",
+        ENDING_OFFSETS,
+        default="next",
+        doc="streams, batch reads: `next` (what is there at planning) or per-queue JSON",
+        requires=_STREAM_ONLY,
+        details="stream, batch reads only: `next` (what is there at planning) or per queue JSON of "
+        "exclusive end offsets.",
+    )
+    ack_batch_reads: bool = option(
+        "ackBatchReads",
+        BOOLEAN,
+        default=False,
+        doc="classic batch reads: `false` requeues what was read, `true` acks (consumes) it",
+        details="classic, batch reads only: `false` requeues what was read (a peek; the messages "
+        "come back with `redelivered=true`), `true` acks it (the read consumes the messages).",
+    )
+    poll_timeout_ms: int = option(
+        "pollTimeoutMs",
+        integers(1, 600_000),
+        default=2000,
+        doc="how long to wait for deliveries on their way",
+        details="how long to wait for deliveries that are on their way (AvailableNow and once "
+        "runs, batch reads, stream ranges: ×10 before failing).",
+    )
+    max_reconnect_attempts: int = option(
+        "maxReconnectAttempts",
+        integers(0, 100),
+        default=5,
+        doc="reconnects (0.5 s to 8 s apart) before the query fails naming the broker",
+        details="connection attempts after the first, with a doubling pause from 0.5 s to 8 s; "
+        "then the query fails with the broker named.",
+    )
+    rows_per_partition: int = option(
+        "rowsPerPartition",
+        integers(1),
+        default=100_000,
+        doc="rows per Spark partition",
+        details="rows per Spark partition (classic: per Arrow partition the driver ships; stream: "
+        "per offset range an executor reads).",
+    )
+    checkpoint_location: Path | None = option(
+        "checkpointLocation",
+        CHECKPOINT_LOCATION,
+        doc="classic queues with `trigger(once=True)` only: the query's checkpoint directory "
+        "(see below)",
+        details="the query's checkpoint directory, the same path as "
+        '`writeStream.option("checkpointLocation", ...)`: a local path or a `file:` URI '
+        "(`file:///data/ck`); other schemes are refused at `load()`. Needed by "
+        "`trigger(once=True)` on classic queues (see Triggers), where the first batch fails "
+        "if it is missing or names no query checkpoint (a `metadata` file in it). Parsed and "
+        "unused with stream queues and other triggers.",
+    )
+    given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
     @property
     def is_stream(self) -> bool:
         return self.queue_type == "stream"
+
+    @property
+    def poll_timeout(self) -> float:
+        """Seconds to wait for deliveries known to be on their way."""
+        return self.poll_timeout_ms / 1000
+
+    @property
+    def limits(self) -> Limits:
+        """``maxMessagesPerTrigger`` and ``maxBytesPerTrigger``."""
+        return Limits(self.max_messages_per_trigger, self.max_bytes_per_trigger)
 
     @property
     def consumer_prefetch(self) -> int:
@@ -193,55 +288,32 @@ class SourceOptions:
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SourceOptions:
-        p = parse_options(raw, SOURCE_OPTIONS, side="source")
-        given = frozenset(name for name in p if name.lower() in {k.lower() for k in raw})
-        if (p["queue"] is None) == (p["exchange"] is None):
+        values, given = parse_options(raw, declared_options(cls), side="source")
+        parsed = cls(**values, given=given)
+        if bool(parsed.queues) == (parsed.exchange is not None):
             raise OptionError(
                 "queue",
-                p["queue"] and ",".join(p["queue"]),
+                ",".join(parsed.queues) or None,
                 "exactly one of 'queue' (comma-separated names) or 'exchange' (with 'bindingKeys')",
-                "'exchange' is also set" if p["queue"] else "neither is set",
+                "'exchange' is also set" if parsed.queues else "neither is set",
             )
-        if "bindingKeys" in given and p["exchange"] is None:
-            raise OptionError("bindingKeys", ",".join(p["bindingKeys"]), "only with 'exchange'")
-        is_stream = p["queueType"] == "stream"
-        if p["queueType"] != "classic" and p["exchange"] is not None:
+        if isinstance(parsed.starting_offsets, starting.Offsets):
+            parsed._check_queues_named(parsed.starting_offsets.per_queue, "startingOffsets", raw)
+        if isinstance(parsed.ending_offsets, dict):
+            parsed._check_queues_named(parsed.ending_offsets, "endingOffsets", raw)
+        return parsed
+
+    def _check_queues_named(
+        self, per_queue: Mapping[str, object], name: str, raw: Mapping[str, str]
+    ) -> None:
+        unknown = sorted(set(per_queue) - set(self.queues))
+        if unknown:
             raise OptionError(
-                "exchange",
-                p["exchange"],
-                "only with queueType 'classic'",
-                f"the queue made for 'exchange' is a server-named classic queue; a "
-                f"{p['queueType']} query reads named queues: use 'queue'",
+                name,
+                raw_value(raw, name),
+                f"keys among the queues read: {list(self.queues)}",
+                f"unknown queues {unknown}",
             )
-        for name in ("startingOffsets", "endingOffsets"):
-            if name in given and not is_stream:
-                raise OptionError(
-                    name,
-                    raw_value(raw, name),
-                    "only with queueType 'stream'",
-                    "classic queues are consumed destructively and have no positions",
-                )
-        _check_queues_named(p["startingOffsets"], p["queue"] or (), "startingOffsets", raw)
-        _check_queues_named(p["endingOffsets"], p["queue"] or (), "endingOffsets", raw)
-        return cls(
-            uri=p["uri"],
-            queues=tuple(p["queue"] or ()),
-            exchange=p["exchange"],
-            binding_keys=tuple(p["bindingKeys"]),
-            # A quorum queue is consumed exactly as a classic one (acked at Spark's commit).
-            queue_type="stream" if is_stream else "classic",
-            prefetch=p["prefetch"],
-            max_messages_per_trigger=p["maxMessagesPerTrigger"],
-            max_bytes_per_trigger=p["maxBytesPerTrigger"],
-            starting_offsets=p["startingOffsets"],
-            ending_offsets=p["endingOffsets"],
-            ack_batch_reads=p["ackBatchReads"],
-            poll_timeout=p["pollTimeoutMs"] / 1000,
-            max_reconnect_attempts=p["maxReconnectAttempts"],
-            rows_per_partition=p["rowsPerPartition"],
-            checkpoint_location=p["checkpointLocation"],
-            given=given,
-        )
 
     def query_checkpoint(self) -> Path | None:
         """``checkpointLocation`` once the query runs: Spark has created the directory and
@@ -258,27 +330,6 @@ class SourceOptions:
             problem = "it holds no streaming query checkpoint (no 'metadata' file)"
         raise OptionError("checkpointLocation", str(path), _CHECKPOINT_ACCEPTED, problem)
 
-    def start_spec(self, queue: str) -> StartSpec:
-        """Where ``queue`` starts when the query has no checkpoint (queues missing from a
-        per-queue JSON start at 'next')."""
-        spec = self.starting_offsets
-        return spec.get(queue, "next") if isinstance(spec, dict) else spec
-
-
-def raw_value(raw: Mapping[str, str], name: str) -> str | None:
-    """The value the user gave for ``name`` (keys arrive lower-cased)."""
-    return next((v for k, v in raw.items() if k.lower() == name.lower()), None)
-
-
-def _check_queues_named(
-    spec: object, queues: tuple[str, ...], name: str, raw: Mapping[str, str]
-) -> None:
-    if isinstance(spec, dict):
-        unknown = sorted(set(spec) - set(queues))
-        if unknown:
-            raise OptionError(
-                name,
-                raw_value(raw, name),
-                f"keys among the queues read: {list(queues)}",
-                f"unknown queues {unknown}",
-            )
+    def start_of(self, queue: str) -> starting.QueueStart:
+        """Where ``queue`` starts when the query has no checkpoint."""
+        return starting.for_queue(self.starting_offsets, queue)

@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from amqp_spark.offsets import StreamOffset
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
-from amqp_spark.source.classic import Limits
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
-from amqp_spark.source.options import SourceOptions, StartSpec
+from amqp_spark.source.limits import Limits
+from amqp_spark.source.offsets import StreamOffset
+from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.starting import Exactly, First, Last, Next, QueueStart
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
@@ -140,22 +141,21 @@ class StreamTails:
     def initial(self) -> StreamOffset:
         """Where a query without a checkpoint starts, per ``startingOffsets``."""
         ends = self.ends()
-        return StreamOffset(
-            {q: self._resolve(q, self._options.start_spec(q), ends[q]) for q in ends}
-        )
+        return StreamOffset({q: self._resolve(q, self._options.start_of(q), ends[q]) for q in ends})
 
-    def _resolve(self, queue: str, spec: StartSpec, end: int) -> int:
-        if isinstance(spec, int):
-            return min(spec, end)
-        if spec == "next":
+    def _resolve(self, queue: str, start: QueueStart, end: int) -> int:
+        if isinstance(start, Exactly):
+            return min(start.offset, end)
+        if isinstance(start, Next):
             return end
-        if spec == "last":
+        if isinstance(start, Last):
             return max(end - 1, 0)
-        found = self._probe(queue, spec)  # "first" or a timestamp
+        found = self._probe(queue, "first" if isinstance(start, First) else start.timestamp)
         return end if found is None else min(found, end)
 
     def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
-        """The offset of the first delivery a consumer at ``spec`` gets (None: none came)."""
+        """The offset of the first delivery a consumer at ``spec`` ('first' or a timestamp,
+        as ``x-stream-offset`` takes them) gets (None: none came)."""
         assert self._conn is not None
         ch = self._conn.channel()
         try:

@@ -18,7 +18,8 @@ from pyspark.sql.streaming import StreamingQuery
 from amqp_spark.client import Channel, ChannelClosed, Connection, connect
 from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_reader import AMQPStreamReader
+from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.stream_reader import stream_reader
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
 
@@ -140,7 +141,7 @@ def restartable_broker(tmp_path: Path) -> Iterator[RestartableBroker]:
 
 
 #: Builds a runner-side stream reader from source options (``uri`` is given by the fixture).
-ReaderFactory = Callable[..., tuple[AMQPStreamReader, RecordingProxy]]
+ReaderFactory = Callable[..., tuple[QueueStream, RecordingProxy]]
 
 
 @pytest.fixture
@@ -150,12 +151,12 @@ def runner_reader_of(broker: Broker) -> Iterator[ReaderFactory]:
     unasked). The reader chains its SIGTERM handler to the one it finds: a no-op here, so a
     test may send SIGTERM to this process as Spark does to the runner."""
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    made: list[tuple[AMQPStreamReader, RecordingProxy]] = []
+    made: list[tuple[QueueStream, RecordingProxy]] = []
 
-    def make(**options: str) -> tuple[AMQPStreamReader, RecordingProxy]:
+    def make(**options: str) -> tuple[QueueStream, RecordingProxy]:
         proxy = RecordingProxy(broker.url)
         uri = proxy.url + ("&" if "?" in proxy.url else "?") + "heartbeat=0"
-        reader = AMQPStreamReader(SourceOptions.parse({"uri": uri, **options}))
+        reader = stream_reader(SourceOptions.parse({"uri": uri, **options}))
         made.append((reader, proxy))
         return reader, proxy
 

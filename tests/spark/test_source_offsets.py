@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from amqp_spark.offsets import ClassicOffset, OffsetError, StreamOffset, to_json
+from amqp_spark.source.offsets import ClassicOffset, OffsetError, StreamOffset, to_json
 
 
 def test_json_has_sorted_keys_whatever_the_insertion_order() -> None:

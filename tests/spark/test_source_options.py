@@ -8,7 +8,11 @@ import datetime
 import pytest
 
 from amqp_spark.options import OptionError
+from amqp_spark.source import starting
+from amqp_spark.source.classic_stream import ClassicQueueStream
 from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.stream_queue_stream import StreamQueueStream
+from amqp_spark.source.stream_reader import stream_reader
 
 URI = "amqp://guest:secret@127.0.0.1:5672/%2F"
 
@@ -103,7 +107,9 @@ def test_options_are_case_insensitive_and_defaults_apply() -> None:
 
 
 def test_quorum_queues_are_read_as_classic_ones() -> None:
-    assert parse(queue="orders", queueType="Quorum").queue_type == "classic"
+    opts = parse(queue="orders", queueType="Quorum")
+    assert (opts.queue_type, opts.is_stream) == ("quorum", False)
+    assert isinstance(stream_reader(opts), ClassicQueueStream)
 
 
 def test_exchange_defaults_to_binding_everything() -> None:
@@ -113,14 +119,52 @@ def test_exchange_defaults_to_binding_everything() -> None:
 
 def test_starting_offsets_forms() -> None:
     def start(value: str) -> object:
-        return parse(queue="s,t", queueType="stream", startingOffsets=value).start_spec("s")
+        return parse(queue="s,t", queueType="stream", startingOffsets=value).start_of("s")
 
-    assert start("FIRST") == "first"
-    assert start("2024-05-01T12:00:00Z") == datetime.datetime(
-        2024, 5, 1, 12, tzinfo=datetime.timezone.utc
+    assert start("FIRST") == starting.First()
+    assert start(" last ") == starting.Last()
+    assert start("2024-05-01T12:00:00Z") == starting.At(
+        datetime.datetime(2024, 5, 1, 12, tzinfo=datetime.timezone.utc)
     )
+    assert start("2024-05-01T12:00:00") == start("2024-05-01T12:00:00+00:00")  # UTC if naive
     per_queue = parse(queue="s,t", queueType="stream", startingOffsets='{"s": 42}')
-    assert (per_queue.start_spec("s"), per_queue.start_spec("t")) == (42, "next")
+    assert (per_queue.start_of("s"), per_queue.start_of("t")) == (
+        starting.Exactly(42),
+        starting.Next(),
+    )
+
+
+def test_starting_offsets_default_to_next_and_stream_reads_to_their_own_queue_type() -> None:
+    assert parse(queue="s", queueType="stream").start_of("s") == starting.Next()
+    assert isinstance(stream_reader(parse(queue="s", queueType="stream")), StreamQueueStream)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        starting.First(),
+        starting.Last(),
+        starting.Next(),
+        starting.At(datetime.datetime(2024, 5, 1, 12, 30, tzinfo=datetime.timezone.utc)),
+        starting.Offsets(
+            {
+                "s": starting.Exactly(42),
+                "t": starting.First(),
+                "u": starting.At(datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc)),
+            }
+        ),
+    ],
+)
+def test_starting_offsets_json_form_parses_back_to_the_same_value(
+    value: starting.StartingOffsets,
+) -> None:
+    text = starting.to_json(value)
+    assert parse(queue="s,t,u", queueType="stream", startingOffsets=text).starting_offsets == value
+
+
+def test_starting_offsets_json_form_of_per_queue_offsets_is_a_sorted_object() -> None:
+    value = starting.Offsets({"t": starting.Next(), "s": starting.Exactly(7)})
+    assert starting.to_json(value) == '{"s": 7, "t": "next"}'
 
 
 def test_ending_offsets_per_queue() -> None:

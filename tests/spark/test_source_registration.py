@@ -29,7 +29,7 @@ def test_spark_lookup_finds_pyspark_amqp_default_source() -> None:
 
 def test_importing_amqp_spark_does_not_import_pyspark() -> None:
     code = (
-        "import sys, amqp_spark, amqp_spark.offsets, amqp_spark.schema;"
+        "import sys, amqp_spark, amqp_spark.source.offsets, amqp_spark.schema;"
         "assert 'pyspark' not in sys.modules, 'pyspark imported';"
         "print(amqp_spark.AMQPDataSource.name())"
     )

@@ -1,0 +1,63 @@
+"""The streaming reader of stream queues: exact offset ranges, read by the executors.
+
+The runner holds :class:`~amqp_spark.source.streams.StreamTails` (where each stream ends);
+a batch is a range of offsets per queue that any executor reads again the same way, so
+nothing is acked at Spark's commit: a stream keeps its messages.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit
+
+from amqp_spark.source.offsets import StreamOffset
+from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
+
+log = logging.getLogger("amqp_spark.source")
+
+
+class StreamQueueStream(QueueStream[StreamTails]):
+    """``readStream`` of queues with ``queueType`` 'stream'."""
+
+    def _new_state(self) -> StreamTails:
+        return StreamTails(self.options)
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self._runner_state().initial().to_dict()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._runner_state().limit_to_current_end()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        limits = self.options.limits.for_batch(limit)
+        return self._runner_state().latest(StreamOffset.from_dict(start), limits).to_dict()
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """What lastProgress shows as the source's latestOffset: where each queue ends as
+        far as the source knows."""
+        if self._state is None:
+            return None
+        return {"kind": "stream", "queues": self._state.report()}
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        self._runner_state()  # a batch replanned after a restart comes first: hook the run's end
+        ranges: list[InputPartition] = list(
+            plan_ranges(self.options, StreamOffset.from_dict(start), StreamOffset.from_dict(end))
+        )
+        log.info("amqp source: stream batch %s -> %s in %d range(s)", start, end, len(ranges))
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, StreamRangePartition):
+            raise TypeError(f"amqp source: not a stream range: {partition!r}")
+        yield from read_range(partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: a stream keeps its messages, and ranges replay exactly."""
