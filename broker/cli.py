@@ -19,6 +19,7 @@ import sys
 from .config import BrokerConfig
 from .management import ManagementPortError, ctl
 from .server.app import BrokerServer
+from .server.descriptors import OpenFilesLimitError
 from .store import StoreError, default_data_dir
 
 
@@ -43,6 +44,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-management", action="store_true", help="no management listener at all")
     p.add_argument("--config", default=None, help="a TOML configuration file")
     p.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING, ERROR")
+    p.add_argument(
+        "--open-files-limit",
+        type=int,
+        default=None,
+        help="the soft RLIMIT_NOFILE to run with (default: the hard limit)",
+    )
     return p.parse_args(argv)
 
 
@@ -68,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return ctl.main(argv[1:])
     args = parse_args(argv)
     config = BrokerConfig.from_toml(args.config) if args.config else BrokerConfig()
-    for name in ("host", "port", "data_dir", "log_level"):
+    for name in ("host", "port", "data_dir", "log_level", "open_files_limit"):
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
@@ -89,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         asyncio.run(serve(config))
-    except StoreError as e:
+    except (StoreError, OpenFilesLimitError) as e:
         print(f"amqp-broker: {e}", file=sys.stderr)
         return 1
     return 0

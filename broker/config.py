@@ -12,7 +12,9 @@ Example file::
     loopback_users = ["guest"]         # these users may connect from 127.0.0.0/8 and ::1 only
 
     max_message_size = 16777216        # bytes of one message body; larger: 406 on the channel
-    connection_max = 10000             # open connections in total; 0: no limit
+    open_files_limit = 0               # soft RLIMIT_NOFILE set at start; 0: the hard limit
+    connection_max = 10000             # open connections in total; 0: as many as the open
+                                       # files limit allows (the lower of the two applies)
     user_connection_max = 0            # open connections per user unless the user says; 0: none
     vhost_queue_max = 100000           # queues per virtual host; 0: no limit
     vhost_exchange_max = 10000         # exchanges declared per virtual host; 0: no limit
@@ -180,6 +182,8 @@ class BrokerConfig:
     loopback_users: list[str] = field(default_factory=lambda: ["guest"])
     tls: TLSConfig | None = None
     max_message_size: int = 16 << 20
+    #: The soft RLIMIT_NOFILE the broker sets at start; 0: the hard limit.
+    open_files_limit: int = 0
     connection_max: int = 10000
     user_connection_max: int = 0
     vhost_queue_max: int = 100000

@@ -53,6 +53,15 @@ ensure_rabbitmq() {
 ensure_rabbitmq "RabbitMQ 4" AMQP_SPARK_RABBITMQ_URL scripts/install-rabbitmq4.sh
 ensure_rabbitmq "RabbitMQ 3.10" AMQP_SPARK_RABBITMQ3_URL scripts/install-rabbitmq.sh
 
+step "ensure Node.js and npm (the amqplib client's test)"
+if ! bash scripts/install-node.sh >&2; then
+    if [ "${CI:-}" = true ]; then
+        failed+=("Node.js and npm install")
+    else
+        echo "warning: no node and npm; the amqplib test will be skipped" >&2
+    fi
+fi
+
 step "pytest $*"
 rc=0
 "$bin/python" -m pytest "$@" || rc=$?

@@ -24,6 +24,7 @@ from ..store.monitor import ResourceMonitor
 from ..store.persistence import DurableStore
 from ..store.store import Store
 from ..streams.queue import StreamQueue
+from . import descriptors
 from .connection import AMQPConnection
 
 log = logging.getLogger("broker")
@@ -53,6 +54,14 @@ class BrokerServer:
     def __init__(self, config: BrokerConfig, loop: asyncio.AbstractEventLoop) -> None:
         self.config = config
         self.loop = loop
+        #: the soft RLIMIT_NOFILE it runs with (RabbitMQ's fd_total)
+        self.open_files_limit = descriptors.set_open_files_limit(config.open_files_limit)
+        #: connections held at most (connection_max, within what the descriptors allow)
+        self.connection_limit = descriptors.connection_limit(
+            self.open_files_limit, config.connection_max
+        )
+        self.refusals = descriptors.RefusalLog(loop.time)
+        self._accept_guard: descriptors.AcceptGuard | None = None
         self.memory = MemoryGauge(config.memory_high_watermark)
         self.memory.on_change = self._memory_changed
         self.store = make_persistence(config.data_dir, loop)
@@ -105,6 +114,9 @@ class BrokerServer:
     async def start(self) -> None:
         """Listen for amqps when the config has a ``[tls]`` section, then for amqp (so that a
         peer that finds the amqp port open finds the amqps one open too)."""
+        self._accept_guard = descriptors.AcceptGuard(
+            self.loop, self.refusals, self.open_files_limit
+        )
         self._tls_server = await tls.listen(
             lambda: AMQPConnection(self), self.config.host, self.config.tls, self.loop
         )
@@ -120,7 +132,12 @@ class BrokerServer:
             raise
         sockets = self._server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
-        log.info("broker listening for AMQP on %s:%d", self.config.host, self.port)
+        log.info(
+            "broker listening for AMQP on %s:%d (at most %d connections)",
+            self.config.host,
+            self.port,
+            self.connection_limit,
+        )
         await self._start_management()
         if self.disk is not None:
             self._check_disk()
@@ -156,6 +173,8 @@ class BrokerServer:
             await asyncio.sleep(0.02)
         for conn in list(self.connections):
             conn.abort()
+        if self._accept_guard is not None:
+            self._accept_guard.close()
         self._close_store()
         log.info("broker stopped")
 

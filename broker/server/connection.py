@@ -8,8 +8,9 @@ publishes waits in its own socket (TCP flow control), as RabbitMQ's credit flow 
 
 Hostile input is bounded too: the handshake must finish within ``handshake_timeout``, a
 refused login is closed after ``auth_failure_delay``, the broker holds at most
-``connection_max`` connections and a user ``connection_limit_of(user)``, and a message body
-declared larger than ``max_message_size`` is refused (406) before it is buffered.
+``connection_limit`` connections (descriptors.py) and a user ``connection_limit_of(user)``,
+and a message body declared larger than ``max_message_size`` is refused (406) before it is
+buffered.
 """
 
 from __future__ import annotations
@@ -120,12 +121,13 @@ class AMQPConnection(asyncio.Protocol):
         transport.set_write_buffer_limits(high=self.config.write_buffer_high)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        limit = self.config.connection_max
-        if limit and len(self.server.connections) >= limit:
-            log.warning("refusing connection %s: connection limit (%d) reached", self.peer, limit)
+        limit = self.server.connection_limit
+        if len(self.server.connections) >= limit:
+            self.server.refusals.refused(f"connection limit ({limit}) reached")
             self._closed = True
             transport.abort()
             return
+        self.server.refusals.accepted()
         self.server.connections.add(self)
         self._peer_common_name = tls.peer_common_name(transport)
         self._timer = self.loop.call_later(self.config.handshake_timeout, self._handshake_timeout)

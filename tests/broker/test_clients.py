@@ -14,6 +14,8 @@ import kombu
 import pika
 import pytest
 
+from tests.support.fixtures import _fail_in_ci_else_skip
+
 NODE_DIR = Path(__file__).parent / "node"
 
 
@@ -96,7 +98,9 @@ def test_kombu_py_amqp_producer_and_consumer(broker_url: str, name: str) -> None
 @pytest.fixture(scope="session")
 def amqplib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("node and npm are needed for the amqplib smoke test")
+        _fail_in_ci_else_skip(
+            "node and npm are needed for the amqplib smoke test (bash scripts/install-node.sh)"
+        )
     work = tmp_path_factory.mktemp("amqplib")
     for f in ("package.json", "smoke.js"):
         shutil.copy(NODE_DIR / f, work / f)
@@ -108,7 +112,9 @@ def amqplib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=180,
     )
     if done.returncode != 0:
-        pytest.skip(f"npm install amqplib failed (registry unreachable?): {done.stderr[-500:]}")
+        _fail_in_ci_else_skip(
+            f"npm install amqplib failed (registry unreachable?): {done.stderr[-500:]}"
+        )
     return work
 
 

@@ -17,16 +17,32 @@ from types import TracebackType
 from tests.support.rabbitmq import free_port
 
 START_TIMEOUT = 60.0
+# setrlimit, then exec the program: what runs between fork and exec in a child of a process
+# with threads (preexec_fn) should not be Python, so the limit is set by a Python of its own.
+_WITH_OPEN_FILES_LIMIT = (
+    "import os, resource, sys; "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[3:]])"
+)
 
 
 class BrokerProcess:
     """``python -m broker`` on a free port of 127.0.0.1 with ``args``: on ``data_dir``
     (its log written beside it), or ``--in-memory`` when that is None (its log on our
-    stderr)."""
+    stderr). ``program`` is another module with those options (tests/support/starved_broker.py);
+    ``open_files`` its soft and hard RLIMIT_NOFILE."""
 
-    def __init__(self, data_dir: Path | None, *args: str) -> None:
+    def __init__(
+        self,
+        data_dir: Path | None,
+        *args: str,
+        program: str = "broker",
+        open_files: tuple[int, int] | None = None,
+    ) -> None:
         self.data_dir = data_dir
         self.args = args
+        self.program = program
+        self.open_files = open_files
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = data_dir.parent / f"{data_dir.name}-broker.log" if data_dir else None
@@ -39,7 +55,10 @@ class BrokerProcess:
         """Start the program and wait until it accepts connections."""
         self.port = free_port()
         where = ["--data-dir", str(self.data_dir)] if self.data_dir else ["--in-memory"]
-        command = [sys.executable, "-m", "broker", *where, "--port", str(self.port), *self.args]
+        command = [sys.executable, "-m", self.program, *where, "--port", str(self.port), *self.args]
+        if self.open_files is not None:
+            limit = [_WITH_OPEN_FILES_LIMIT, *map(str, self.open_files)]
+            command = [sys.executable, "-c", *limit, *command[1:]]
         with open(self.log, "ab") if self.log else contextlib.nullcontext() as log:
             self.proc = subprocess.Popen(command, stderr=log)
         deadline = time.monotonic() + timeout
