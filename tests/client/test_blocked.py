@@ -8,7 +8,6 @@ alarm cannot leak into other tests.
 
 from __future__ import annotations
 
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,20 +37,7 @@ class AlarmedNode:
         self.node = node
 
     def set_memory_watermark(self, fraction: str) -> None:
-        subprocess.run(
-            [
-                str(self.node.scripts / "rabbitmqctl"),
-                "-n",
-                self.node.nodename,
-                "set_vm_memory_high_watermark",
-                fraction,
-            ],
-            env=self.node.environment(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=True,
-            timeout=60,
-        )
+        self.node.ctl("set_vm_memory_high_watermark", fraction)
 
 
 @pytest.fixture(scope="module")
