@@ -11,9 +11,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from amqp_protocol import errors
+from amqp_protocol import Method, Properties, errors
+from amqp_protocol.generated.any_version import (
+    BasicProperties,
+    BasicPublish,
+    BasicQos,
+    BasicRecover,
+    BasicRecoverAsync,
+    BasicReject,
+    TxCommit,
+    TxRollback,
+)
 
 from ...model.message import Message
 from . import (
@@ -54,11 +64,11 @@ def attach(channel: ServerChannel) -> Spec09State | None:
 
 
 def _checked(name: str, handler: Handler) -> Handler:
-    def run(channel: ServerChannel, m: Any) -> None:
+    def run(channel: ServerChannel, m: Method) -> None:
         access.check_ticket(channel, m)
         access.check_permissions(channel, m)
         if name in _NAMES_A_QUEUE:
-            named_queue(channel, m.queue)
+            named_queue(channel, getattr(m, "queue", ""))  # each of them has a queue field
         handler(channel, m)
 
     return run
@@ -67,7 +77,7 @@ def _checked(name: str, handler: Handler) -> Handler:
 def _recover(core: Handler) -> Handler:
     """basic.recover: refused in a transaction; 0-9 has no recover-ok to send."""
 
-    def run(channel: ServerChannel, m: Any) -> None:
+    def run(channel: ServerChannel, m: BasicRecover | BasicRecoverAsync) -> None:
         channel_extras.require_not_transacted(channel)
         if channel.conn.spec.has_method("basic.recover-ok"):
             core(channel, m)
@@ -81,7 +91,7 @@ def _basic_qos(core: Handler) -> Handler:
     """basic.qos with a prefetch-size, which 0-9-1 (RabbitMQ) refuses: see
     ``within_prefetch_size``."""
 
-    def run(channel: ServerChannel, m: Any) -> None:
+    def run(channel: ServerChannel, m: BasicQos) -> None:
         state_of(channel).prefetch_size = m.prefetch_size
         m.prefetch_size = 0
         core(channel, m)
@@ -102,7 +112,7 @@ def within_prefetch_size(channel: ServerChannel) -> bool:
 def _tx_commit(core: Handler) -> Handler:
     """Also routes the 0-9 classes' contents; requeues of rejects go elsewhere (rejects)."""
 
-    def run(channel: ServerChannel, m: Any) -> None:
+    def run(channel: ServerChannel, m: TxCommit) -> None:
         channel._require_tx()
         journaled = any(kept(message) for _, message, _ in state_of(channel).tx_publishes)
         publishing.commit(channel)
@@ -118,7 +128,7 @@ def _tx_commit(core: Handler) -> Handler:
 
 
 def _tx_rollback(core: Handler) -> Handler:
-    def run(channel: ServerChannel, m: Any) -> None:
+    def run(channel: ServerChannel, m: TxRollback) -> None:
         channel._require_tx()
         state_of(channel).tx_publishes.clear()
         core(channel, m)
@@ -126,7 +136,7 @@ def _tx_rollback(core: Handler) -> Handler:
     return run
 
 
-def _basic_reject(channel: ServerChannel, m: Any) -> None:
+def _basic_reject(channel: ServerChannel, m: BasicReject) -> None:
     rejects.reject(channel, m.delivery_tag, m.requeue)
 
 
@@ -150,11 +160,13 @@ def handlers(core: dict[str, Handler]) -> dict[str, Handler]:
     return _table(tuple(core.items()))
 
 
-def content(channel: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
+def content(channel: ServerChannel, m: Method, properties: Properties, body: bytes) -> None:
     """A content-bearing method from the client, on a 0-9 channel."""
     access.check_ticket(channel, m)
     access.check_permissions(channel, m)
-    if m.NAME == "basic.publish":
+    if isinstance(m, BasicPublish):
+        # The protocol layer pairs a content header with its method's class: basic.
+        properties = cast(BasicProperties, properties)
         if m.immediate:
             channel.conn.access.check(m)
             exchange = channel.vhost.exchange(m.exchange)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from amqp_protocol import errors
+from amqp_protocol import Method, errors
+from amqp_protocol.generated.any_version import AccessRequest
 
 from .state import state_of
 
@@ -101,7 +102,7 @@ def _require_permissions(channel: ServerChannel, realm: str, rights: frozenset[s
             )
 
 
-def access_request(channel: ServerChannel, m: Any) -> None:
+def access_request(channel: ServerChannel, m: AccessRequest) -> None:
     """Grant a ticket, or refuse: an unknown realm looks exactly like a forbidden one."""
     ext = state_of(channel)
     realm = m.realm
@@ -139,14 +140,15 @@ def release(channel: ServerChannel) -> None:
             del exclusive[realm]
 
 
-def check_ticket(channel: ServerChannel, m: Any) -> None:
-    """403 unless ``m.ticket`` grants what ``m`` needs on the ``/data`` realm."""
+def check_ticket(channel: ServerChannel, m: Method) -> None:
+    """403 unless ``m.ticket`` grants what ``m`` needs on the ``/data`` realm (every method
+    of ``NEEDED`` has a ticket field)."""
     needed = NEEDED.get(m.NAME)
     if needed is None:
         return
     if getattr(m, "passive", False):
         needed = "passive"
-    number = m.ticket
+    number: int = getattr(m, "ticket", 0)
     if number == 0:
         owner = _exclusive.get(channel.vhost, {}).get(DATA_REALM)
         if owner is None or owner is channel:
@@ -176,14 +178,14 @@ PERMISSIONS = {
 }
 
 
-def check_permissions(channel: ServerChannel, m: Any) -> None:
+def check_permissions(channel: ServerChannel, m: Method) -> None:
     """403 unless the user's permissions allow ``m`` (a 0-9 class method) on its resource;
     an empty queue name is the queue last declared on the channel."""
     needed = PERMISSIONS.get(m.NAME)
     if needed is None:
         return
     kind, resource, field_name = needed
-    name = getattr(m, field_name)
+    name: str = getattr(m, field_name)
     if resource == "queue" and not name:
         name = channel._last_queue or ""
     channel.conn.access.require(kind, resource, name)

@@ -3,26 +3,34 @@ basic.recover-sync."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from amqp_protocol import errors
+from amqp_protocol.generated.any_version import (
+    BasicRecoverSync,
+    ChannelOk,
+    ChannelPing,
+    ChannelPong,
+    ChannelResume,
+    ExchangeBound,
+)
 
 if TYPE_CHECKING:
     from ..channel import ServerChannel
 
 
-def _channel_ok(ch: ServerChannel, m: Any) -> None:
+def _channel_ok(ch: ServerChannel, m: ChannelResume | ChannelPing | ChannelPong) -> None:
     """channel.resume (the channel is already open here: nothing to resume), ping, pong."""
     ch.send(ch.conn.spec.method("channel.ok")())
 
 
-def _channel_ok_received(ch: ServerChannel, m: Any) -> None:
+def _channel_ok_received(ch: ServerChannel, m: ChannelOk) -> None:
     """channel.ok "signals normal completion of a method": the answer to a resume, ping or
     pong. The server sends none of those, so a client's channel.ok completes nothing, and it
     asks for no reply (it has no response): it is accepted and changes nothing."""
 
 
-def _exchange_bound(ch: ServerChannel, m: Any) -> None:
+def _exchange_bound(ch: ServerChannel, m: ExchangeBound) -> None:
     """Is ``queue`` (any queue when empty) bound to ``exchange`` for ``routing-key``?"""
     vhost = ch.vhost
     code, text = 0, "OK"
@@ -49,7 +57,7 @@ def requeue_unacked(ch: ServerChannel) -> None:
     ch._settle("requeue", items)
 
 
-def _recover_sync(ch: ServerChannel, m: Any) -> None:
+def _recover_sync(ch: ServerChannel, m: BasicRecoverSync) -> None:
     require_not_transacted(ch)
     requeue_unacked(ch)
     ch.send(ch.conn.spec.method("basic.recover-sync-ok")())

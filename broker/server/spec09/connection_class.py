@@ -32,6 +32,8 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import SPEC_0_8, errors, events, frames
+from amqp_protocol.generated import spec_0_9_1
+from amqp_protocol.generated.any_version import ConnectionOpen
 
 if TYPE_CHECKING:
     from ..connection import AMQPConnection
@@ -53,9 +55,9 @@ def adjust_start(conn: AMQPConnection, start: Any) -> None:
         start.version_major, start.version_minor = 8, 0
 
 
-def redirected(conn: AMQPConnection, m: Any) -> bool:
+def redirected(conn: AMQPConnection, m: ConnectionOpen) -> bool:
     """Send connection.redirect and end the connection when the config says so."""
-    if not speaks_0_9(conn):
+    if isinstance(m, spec_0_9_1.ConnectionOpen):
         return False  # 0-9-1 has no redirect (and no insist field)
     targets = conn.config.redirect.get(m.virtual_host)
     if not targets or m.insist:

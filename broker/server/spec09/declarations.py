@@ -30,6 +30,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import errors
+from amqp_protocol.generated.any_version import (
+    ExchangeDeclare,
+    ExchangeDelete,
+    QueueBind,
+    QueueDeclare,
+    QueueDelete,
+    QueuePurge,
+    QueueUnbind,
+)
 
 from .consumers import named_queue
 from .lanes import lane_totals
@@ -41,7 +50,7 @@ Handler = Callable[["ServerChannel", Any], None]
 
 
 def exchange_declare(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: ExchangeDeclare) -> None:
         existing = ch.vhost.exchanges.get(m.exchange)
         if existing is not None and not m.passive:
             m.auto_delete = existing.auto_delete
@@ -51,7 +60,7 @@ def exchange_declare(core: Handler) -> Handler:
 
 
 def queue_declare(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: QueueDeclare) -> None:
         existing = ch.vhost.queues.get(m.queue) if m.queue else None
         if existing is not None and not m.passive:
             m.durable, m.auto_delete = existing.durable, existing.auto_delete
@@ -70,7 +79,7 @@ def queue_declare(core: Handler) -> Handler:
 
 
 def queue_purge(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: QueuePurge) -> None:
         queue = ch._queue(m.queue)
         lanes = ch.vhost.lanes_of(queue)
         count = queue.message_count + sum(queue_lane.purge() for queue_lane in lanes)
@@ -83,7 +92,7 @@ def queue_purge(core: Handler) -> Handler:
 
 
 def exchange_delete(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: ExchangeDelete) -> None:
         if m.exchange and m.exchange not in ch.vhost.exchanges:
             raise errors.NotFound(f"NOT_FOUND - no exchange '{m.exchange}'")
         core(ch, m)
@@ -95,7 +104,7 @@ def queue_delete(_core: Handler) -> Handler:
     """Replaces the core handler: the queue's pending messages (of every content class) go to
     its dead-letter exchange instead of being dropped (rule queue.delete:01)."""
 
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: QueueDelete) -> None:
         name = m.queue or ch._last_queue or ""
         if name not in ch.vhost.queues:
             raise errors.NotFound(f"NOT_FOUND - no queue '{name}'")
@@ -120,7 +129,7 @@ def _as_connection_exception(err: errors.AMQPError) -> errors.AMQPError:
 
 
 def queue_bind(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: QueueBind) -> None:
         try:
             queue = named_queue(ch, m.queue)
             exchange = ch.vhost.exchange(m.exchange)
@@ -141,7 +150,7 @@ def queue_bind(core: Handler) -> Handler:
 
 
 def queue_unbind(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: Any) -> None:
+    def run(ch: ServerChannel, m: QueueUnbind) -> None:
         try:
             core(ch, m)
         except errors.AMQPError as err:

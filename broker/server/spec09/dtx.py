@@ -4,9 +4,10 @@ associates it with the identifier of a transaction an external coordinator manag
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from amqp_protocol import errors
+from amqp_protocol.generated.any_version import DtxSelect, DtxStart
 
 from .state import state_of
 
@@ -14,12 +15,12 @@ if TYPE_CHECKING:
     from ..channel import ServerChannel
 
 
-def _select(ch: ServerChannel, m: Any) -> None:
+def _select(ch: ServerChannel, m: DtxSelect) -> None:
     state_of(ch).dtx_selected = True
     ch.send(ch.conn.spec.method("dtx.select-ok")())
 
 
-def _start(ch: ServerChannel, m: Any) -> None:
+def _start(ch: ServerChannel, m: DtxStart) -> None:
     ext = state_of(ch)
     if not ext.dtx_selected:
         raise errors.PreconditionFailed("PRECONDITION_FAILED - dtx.start before dtx.select")

@@ -10,9 +10,21 @@ octets that arrived. Server to client, per delivery: file.open -> the client's f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from amqp_protocol import errors
+from amqp_protocol.generated.any_version import (
+    FileAck,
+    FileCancel,
+    FileConsume,
+    FileOpen,
+    FileOpenOk,
+    FileProperties,
+    FilePublish,
+    FileQos,
+    FileReject,
+    FileStage,
+)
 
 from . import consumers, rejects, staging
 from .class_message import ClassMessage
@@ -49,12 +61,12 @@ class FileSink:
         consumers.forget(self.channel, consumer)
 
 
-def _qos(ch: ServerChannel, m: Any) -> None:
+def _qos(ch: ServerChannel, m: FileQos) -> None:
     state_of(ch).prefetch["file"] = m.prefetch_count
     ch.send(ch.conn.spec.method("file.qos-ok")())
 
 
-def _consume(ch: ServerChannel, m: Any) -> None:
+def _consume(ch: ServerChannel, m: FileConsume) -> None:
     consumer = consumers.consume(
         ch, m.queue, m.consumer_tag, "file", FileSink(ch), no_ack=m.no_ack, exclusive=m.exclusive
     )
@@ -63,13 +75,13 @@ def _consume(ch: ServerChannel, m: Any) -> None:
     consumer.queue.dispatch()
 
 
-def _cancel(ch: ServerChannel, m: Any) -> None:
+def _cancel(ch: ServerChannel, m: FileCancel) -> None:
     consumers.cancel(ch, m.consumer_tag)
     if not m.no_wait:
         ch.send(ch.conn.spec.method("file.cancel-ok")(consumer_tag=m.consumer_tag))
 
 
-def _open(ch: ServerChannel, m: Any) -> None:
+def _open(ch: ServerChannel, m: FileOpen) -> None:
     """The client starts (or resumes) staging ``identifier``."""
     ext = state_of(ch)
     if ext.staging is not None:
@@ -82,7 +94,7 @@ def _open(ch: ServerChannel, m: Any) -> None:
     ch.send(ch.conn.spec.method("file.open-ok")(staged_size=len(staged.data)))
 
 
-def stage(ch: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
+def stage(ch: ServerChannel, m: FileStage, properties: FileProperties, body: bytes) -> None:
     """The client's file.stage: the content from the offset file.open-ok gave."""
     ext = state_of(ch)
     if ext.staging is None:
@@ -102,7 +114,7 @@ def interrupted(ch: ServerChannel, partial: bytes) -> None:
     ext.staging = None
 
 
-def _publish(ch: ServerChannel, m: Any) -> None:
+def _publish(ch: ServerChannel, m: FilePublish) -> None:
     staged = staging.get(ch, m.identifier)
     if staged is None or not staged.complete:
         raise errors.NotFound(f"NOT_FOUND - no staged file '{m.identifier}'")
@@ -120,7 +132,7 @@ def _publish(ch: ServerChannel, m: Any) -> None:
     publish(ch, m.exchange, message, m.mandatory, m.immediate)
 
 
-def _open_ok(ch: ServerChannel, m: Any) -> None:
+def _open_ok(ch: ServerChannel, m: FileOpenOk) -> None:
     """The client is ready for the file we opened: stage it from its offset, deliver it."""
     ext = state_of(ch)
     outgoing = ext.outgoing_file
@@ -150,11 +162,11 @@ def _open_ok(ch: ServerChannel, m: Any) -> None:
     outgoing.lane.dispatch()
 
 
-def _ack(ch: ServerChannel, m: Any) -> None:
+def _ack(ch: ServerChannel, m: FileAck) -> None:
     ch._settle_or_hold("ack", m.delivery_tag, m.multiple)
 
 
-def _reject(ch: ServerChannel, m: Any) -> None:
+def _reject(ch: ServerChannel, m: FileReject) -> None:
     rejects.reject(ch, m.delivery_tag, m.requeue)
 
 

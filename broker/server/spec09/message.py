@@ -15,9 +15,24 @@ tags.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from amqp_protocol import errors
+from amqp_protocol.generated.any_version import (
+    MessageAppend,
+    MessageCancel,
+    MessageCheckpoint,
+    MessageClose,
+    MessageConsume,
+    MessageGet,
+    MessageOk,
+    MessageOpen,
+    MessageQos,
+    MessageRecover,
+    MessageReject,
+    MessageResume,
+    MessageTransfer,
+)
 from amqp_protocol.values import Content
 
 from . import consumers, staging
@@ -74,7 +89,7 @@ class MessageSink:
         consumers.forget(self.channel, consumer)
 
 
-def _transfer(ch: ServerChannel, m: Any) -> None:
+def _transfer(ch: ServerChannel, m: MessageTransfer) -> None:
     headers = {f: getattr(m, f) for f in m.FIELD_NAMES if f not in _PER_DELIVERY}
     headers["exchange"] = m.destination
     body: Content = m.body
@@ -96,7 +111,7 @@ def _transfer(ch: ServerChannel, m: Any) -> None:
     _ok(ch)
 
 
-def _consume(ch: ServerChannel, m: Any) -> None:
+def _consume(ch: ServerChannel, m: MessageConsume) -> None:
     consumer = consumers.consume(
         ch,
         m.queue,
@@ -110,12 +125,12 @@ def _consume(ch: ServerChannel, m: Any) -> None:
     consumer.queue.dispatch()
 
 
-def _cancel(ch: ServerChannel, m: Any) -> None:
+def _cancel(ch: ServerChannel, m: MessageCancel) -> None:
     consumers.cancel(ch, m.destination)
     _ok(ch)
 
 
-def _get(ch: ServerChannel, m: Any) -> None:
+def _get(ch: ServerChannel, m: MessageGet) -> None:
     queue = lane(consumers.named_queue(ch, m.queue), "message")
     entry = queue.get()
     if entry is None:
@@ -126,13 +141,13 @@ def _get(ch: ServerChannel, m: Any) -> None:
     _ok(ch)
 
 
-def _recover(ch: ServerChannel, m: Any) -> None:
+def _recover(ch: ServerChannel, m: MessageRecover) -> None:
     require_not_transacted(ch)
     requeue_unacked(ch)
     _ok(ch)
 
 
-def _qos(ch: ServerChannel, m: Any) -> None:
+def _qos(ch: ServerChannel, m: MessageQos) -> None:
     state_of(ch).prefetch["message"] = m.prefetch_count
     _ok(ch)
 
@@ -147,11 +162,11 @@ def _settle_transfer(ch: ServerChannel, action: str) -> None:
         ch._settle_or_hold(action, tag, False)
 
 
-def _client_ok(ch: ServerChannel, m: Any) -> None:
+def _client_ok(ch: ServerChannel, m: MessageOk) -> None:
     _settle_transfer(ch, "ack")
 
 
-def _client_reject(ch: ServerChannel, m: Any) -> None:
+def _client_reject(ch: ServerChannel, m: MessageReject) -> None:
     _settle_transfer(ch, "reject")
 
 
@@ -169,19 +184,19 @@ def _open_data(ch: ServerChannel, reference: str) -> bytearray:
     return data
 
 
-def _open(ch: ServerChannel, m: Any) -> None:
+def _open(ch: ServerChannel, m: MessageOpen) -> None:
     _open_reference(ch, _text(m.reference), b"")
     _ok(ch)
 
 
-def _append(ch: ServerChannel, m: Any) -> None:
+def _append(ch: ServerChannel, m: MessageAppend) -> None:
     _open_data(ch, _text(m.reference)).extend(
         m.bytes.encode() if isinstance(m.bytes, str) else m.bytes
     )
     _ok(ch)
 
 
-def _close(ch: ServerChannel, m: Any) -> None:
+def _close(ch: ServerChannel, m: MessageClose) -> None:
     reference = _text(m.reference)
     data = bytes(_open_data(ch, reference))
     ext = state_of(ch)
@@ -193,13 +208,13 @@ def _close(ch: ServerChannel, m: Any) -> None:
     _ok(ch)
 
 
-def _checkpoint(ch: ServerChannel, m: Any) -> None:
+def _checkpoint(ch: ServerChannel, m: MessageCheckpoint) -> None:
     data = _open_data(ch, _text(m.reference))
     staging.put(ch, "message:" + m.identifier, staging.Staged(bytes(data)))
     _ok(ch)
 
 
-def _resume(ch: ServerChannel, m: Any) -> None:
+def _resume(ch: ServerChannel, m: MessageResume) -> None:
     saved = staging.get(ch, "message:" + m.identifier)
     data = saved.data if saved is not None else b""
     _open_reference(ch, _text(m.reference), data)

@@ -18,7 +18,15 @@ other consumers (``consumers.may_deliver``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from amqp_protocol.generated.any_version import (
+    StreamCancel,
+    StreamConsume,
+    StreamProperties,
+    StreamPublish,
+    StreamQos,
+)
 
 from . import consumers
 from .class_message import ClassMessage
@@ -71,7 +79,7 @@ class StreamSink:
         consumers.forget(self.channel, consumer)
 
 
-def _qos(ch: ServerChannel, m: Any) -> None:
+def _qos(ch: ServerChannel, m: StreamQos) -> None:
     """Sets the consume rate; the prefetch values are ignored (see the module's doc)."""
     ext = state_of(ch)
     ext.consume_rate = m.consume_rate
@@ -79,7 +87,7 @@ def _qos(ch: ServerChannel, m: Any) -> None:
     ch.redispatch()
 
 
-def _consume(ch: ServerChannel, m: Any) -> None:
+def _consume(ch: ServerChannel, m: StreamConsume) -> None:
     consumer = consumers.consume(
         ch, m.queue, m.consumer_tag, "stream", StreamSink(ch), no_ack=True, exclusive=m.exclusive
     )
@@ -88,13 +96,15 @@ def _consume(ch: ServerChannel, m: Any) -> None:
     consumer.queue.dispatch()
 
 
-def _cancel(ch: ServerChannel, m: Any) -> None:
+def _cancel(ch: ServerChannel, m: StreamCancel) -> None:
     consumers.cancel(ch, m.consumer_tag)
     if not m.no_wait:
         ch.send(ch.conn.spec.method("stream.cancel-ok")(consumer_tag=m.consumer_tag))
 
 
-def stream_publish(ch: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
+def stream_publish(
+    ch: ServerChannel, m: StreamPublish, properties: StreamProperties, body: bytes
+) -> None:
     message = ClassMessage(
         "stream", m.exchange, m.routing_key, properties, body, priority=properties.priority
     )

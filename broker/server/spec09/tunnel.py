@@ -13,6 +13,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import errors
+from amqp_protocol.generated.any_version import TunnelProperties, TunnelRequest
 
 if TYPE_CHECKING:
     from ...model.vhost import VirtualHost
@@ -25,7 +26,9 @@ _endpoints: weakref.WeakKeyDictionary[VirtualHost, dict[str, list[ServerChannel]
 _kept: weakref.WeakKeyDictionary[VirtualHost, dict[str, list[_Data]]] = weakref.WeakKeyDictionary()
 
 
-def tunnel_request(ch: ServerChannel, m: Any, properties: Any, body: bytes) -> None:
+def tunnel_request(
+    ch: ServerChannel, m: TunnelRequest, properties: TunnelProperties, body: bytes
+) -> None:
     proxy = properties.proxy_name
     if not proxy:
         raise errors.PreconditionFailed("PRECONDITION_FAILED - tunnel.request without proxy-name")
