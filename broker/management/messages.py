@@ -124,7 +124,7 @@ def get(broker: BrokerServer, queue: Queue, body: dict[str, Any]) -> list[dict[s
                 "exchange": message.exchange,
                 "routing_key": message.routing_key,
                 "message_count": queue.message_count,
-                "properties": props,
+                "properties": props or [],  # RabbitMQ's empty property list
                 **_encoded(message.body, encoding, truncate),
             }
         )

@@ -1,0 +1,200 @@
+"""Debian's ``rabbitmqadmin`` (shipped with rabbitmq-server), unchanged, against the bundled
+broker and against a private RabbitMQ node with rabbitmq_management: one scenario, the same
+answers. RabbitMQ's queue counts appear in its API only after its first statistics emission,
+so listings that show counts are read again (bounded) until every row has them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from broker import Broker
+from tests.support.fixtures import in_ci, private_rabbitmq_node
+
+pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+
+RABBITMQADMIN = Path("/usr/bin/rabbitmqadmin")
+STATS_WAIT = 30.0
+
+
+def _canonical(item: Any) -> str:
+    return json.dumps(item, sort_keys=True)
+
+
+class Admin:
+    def __init__(self, management_url: str, tmp: Path) -> None:
+        parts = urlsplit(management_url)
+        self.base = [
+            "-H",
+            str(parts.hostname),
+            "-P",
+            str(parts.port),
+            "-u",
+            "guest",
+            "-p",
+            "guest",
+            "-f",
+            "raw_json",
+        ]
+        self.tmp = tmp
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, str(RABBITMQADMIN), *self.base, *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+        return done.stdout
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args))
+
+    def listed(self, *args: str, settled: Callable[[list[Any]], bool] | None = None) -> Any:
+        """A listing once every row has all its columns and ``settled`` holds (RabbitMQ's
+        counts come late, and change late), or as it is after ``STATS_WAIT`` seconds."""
+        columns = [a for a in args[2:] if "=" not in a]
+        deadline = time.monotonic() + STATS_WAIT
+        while True:
+            rows = self.json(*args)
+            complete = all(set(columns) <= set(row) for row in rows)
+            if complete and (settled is None or settled(rows)) or time.monotonic() > deadline:
+                return sorted(rows, key=_canonical)
+            time.sleep(0.5)
+
+
+def scenario(admin: Admin) -> list[tuple[str, Any]]:
+    """The steps and what rabbitmqadmin printed for each (parsed), in order."""
+    out: list[tuple[str, Any]] = []
+    run = admin.run
+    run("declare", "exchange", "name=orders", "type=topic")
+    run("declare", "queue", "name=q1", "durable=false")
+    run("declare", "queue", "name=q2", 'arguments={"x-max-length": 10}')
+    run("declare", "binding", "source=orders", "destination=q1", "routing_key=order.*")
+    run(
+        "publish",
+        "exchange=orders",
+        "routing_key=order.new",
+        "payload=hello",
+        'properties={"content_type": "text/plain", "headers": {"h": 1}}',
+    )
+    run("publish", "routing_key=q2", "payload=direct")
+    run("publish", "routing_key=q2", "payload=second")
+    out.append(
+        ("queues", admin.listed("list", "queues", "name", "messages", "durable", "arguments"))
+    )
+    exchanges = admin.listed("list", "exchanges", "name", "type", "durable", "internal")
+    out.append(
+        (
+            "exchanges",
+            [
+                e
+                for e in exchanges
+                if e["name"] == "orders"
+                or e["name"].startswith("amq.")
+                and "amq.rabbitmq" not in e["name"]
+            ],
+        )
+    )
+    out.append(
+        (
+            "bindings",
+            admin.listed(
+                "list", "bindings", "source", "destination", "destination_type", "routing_key"
+            ),
+        )
+    )
+    out.append(("get q1", admin.json("get", "queue=q1", "ackmode=ack_requeue_false")))
+    out.append(("get q2 twice", admin.json("get", "queue=q2", "count=2")))
+    out.append(
+        ("get q2 again", admin.json("get", "queue=q2", "count=1", "ackmode=ack_requeue_false"))
+    )
+    run("purge", "queue", "name=q2")
+    emptied = admin.listed(
+        "list",
+        "queues",
+        "name",
+        "messages",
+        settled=lambda rows: all(r.get("messages") == 0 for r in rows),
+    )
+    out.append(("after purge", emptied))
+    export = admin.tmp / "defs.json"
+    run("export", str(export))
+    exported = json.loads(export.read_text())
+    out.append(
+        (
+            "export",
+            {k: sorted(exported[k], key=_canonical) for k in ("queues", "exchanges", "bindings")},
+        )
+    )
+    run(
+        "delete",
+        "binding",
+        "source=orders",
+        "destination_type=queue",
+        "destination=q1",
+        "properties_key=order.*",
+    )
+    out.append(("after unbind", admin.listed("list", "bindings", "source", "destination")))
+    run("delete", "queue", "name=q1")
+    run("delete", "exchange", "name=orders")
+    out.append(("after delete", admin.listed("list", "queues", "name")))
+    run("import", str(export))
+    out.append(("after import", admin.listed("list", "queues", "name", "durable")))
+    out.append(
+        (
+            "bindings after import",
+            admin.listed("list", "bindings", "source", "destination", "routing_key"),
+        )
+    )
+    run("declare", "user", "name=watcher", "password=pw", "tags=monitoring")
+    run("declare", "permission", "vhost=/", "user=watcher", "configure=", "write=.*", "read=.*")
+    users = admin.listed("list", "users", "name", "tags")
+    out.append(("users", users))
+    out.append(
+        (
+            "permissions",
+            admin.listed("list", "permissions", "user", "vhost", "configure", "write", "read"),
+        )
+    )
+    run("delete", "user", "name=watcher")
+    out.append(("after user delete", admin.listed("list", "users", "name")))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rabbitmq_management_url() -> Iterator[str]:
+    with private_rabbitmq_node(
+        "with rabbitmq_management", major=3, plugins=("rabbitmq_management",)
+    ) as node:
+        yield node.management_url.removesuffix("api/")
+
+
+def test_rabbitmqadmin_gives_the_same_answers_on_both_brokers(
+    rabbitmq_management_url: str, tmp_path: Path
+) -> None:
+    if not RABBITMQADMIN.exists():
+        reason = f"{RABBITMQADMIN} is missing (scripts/install-rabbitmq.sh installs it)"
+        if in_ci():
+            pytest.fail(reason)
+        pytest.skip(reason)
+    (tmp_path / "rabbitmq").mkdir()
+    (tmp_path / "bundled").mkdir()
+    reference = scenario(Admin(rabbitmq_management_url, tmp_path / "rabbitmq"))
+    with Broker() as b:
+        ours = scenario(Admin(b.management_url, tmp_path / "bundled"))
+    differences = [
+        (step, expected, got)
+        for (step, expected), (_, got) in zip(reference, ours, strict=True)
+        if got != expected
+    ]
+    assert differences == [], json.dumps(differences, indent=1)
