@@ -245,7 +245,8 @@ def test_cli_serves_and_exits_0_on_sigterm_closing_clients_with_320() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--port", str(port), "--in-memory"],
+        [sys.executable, "-m", "broker", "--port", str(port), "--management-port", "0"]
+        + ["--in-memory"],
         cwd=REPO,
         stderr=subprocess.PIPE,
         text=True,
