@@ -34,6 +34,20 @@ from collections.abc import Callable
 from typing import Any
 
 from amqp_protocol import Method, errors
+from amqp_protocol.generated.any_version import (
+    BasicConsume,
+    BasicGet,
+    BasicPublish,
+    ExchangeBind,
+    ExchangeDeclare,
+    ExchangeDelete,
+    ExchangeUnbind,
+    QueueBind,
+    QueueDeclare,
+    QueueDelete,
+    QueuePurge,
+    QueueUnbind,
+)
 
 from .config import BrokerConfig, Permission, User
 from .model.exchanges import TopicExchange
@@ -127,7 +141,7 @@ class Access:
 
     # -- rules --------------------------------------------------------------------------------
 
-    def _exchange_declare(self, m: Any, last_queue: str) -> None:
+    def _exchange_declare(self, m: ExchangeDeclare, last_queue: str) -> None:
         if m.passive:
             return
         self.require("configure", "exchange", m.exchange)
@@ -144,16 +158,16 @@ class Access:
                 f"limit in vhost '{self.vhost.name}' ({limit}) is reached"
             )
 
-    def _exchange_delete(self, m: Any, last_queue: str) -> None:
+    def _exchange_delete(self, m: ExchangeDelete, last_queue: str) -> None:
         self.require("configure", "exchange", m.exchange)
 
-    def _exchange_bind(self, m: Any, last_queue: str) -> None:
+    def _exchange_bind(self, m: ExchangeBind | ExchangeUnbind, last_queue: str) -> None:
         self.require("write", "exchange", m.destination)
         self.require("read", "exchange", m.source)
         if self._topics:
             self.require_topic("read", m.source, m.routing_key)
 
-    def _queue_declare(self, m: Any, last_queue: str) -> None:
+    def _queue_declare(self, m: QueueDeclare, last_queue: str) -> None:
         if m.passive:
             return
         name = m.queue or SERVER_NAMED_QUEUE
@@ -170,19 +184,19 @@ class Access:
                 f"'{self.vhost.name}' ({limit}) is reached"
             )
 
-    def _queue_delete(self, m: Any, last_queue: str) -> None:
+    def _queue_delete(self, m: QueueDelete, last_queue: str) -> None:
         self.require("configure", "queue", m.queue or last_queue)
 
-    def _queue_bind(self, m: Any, last_queue: str) -> None:
+    def _queue_bind(self, m: QueueBind | QueueUnbind, last_queue: str) -> None:
         self.require("write", "queue", m.queue or last_queue)
         self.require("read", "exchange", m.exchange)
         if self._topics:
             self.require_topic("read", m.exchange, m.routing_key)
 
-    def _queue_read(self, m: Any, last_queue: str) -> None:
+    def _queue_read(self, m: QueuePurge | BasicGet | BasicConsume, last_queue: str) -> None:
         self.require("read", "queue", m.queue or last_queue)
 
-    def _basic_publish(self, m: Any, last_queue: str) -> None:
+    def _basic_publish(self, m: BasicPublish, last_queue: str) -> None:
         self.require("write", "exchange", m.exchange)
         if self._topics:
             self.require_topic("write", m.exchange, m.routing_key)

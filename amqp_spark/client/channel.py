@@ -15,10 +15,19 @@ import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from amqp_protocol import Method, Properties
 from amqp_protocol.events import ContentReceived, MethodReceived
+from amqp_protocol.generated.any_version import (
+    BasicAck,
+    BasicCancel,
+    BasicDeliver,
+    BasicNack,
+    BasicReturn,
+    ChannelClose,
+    ChannelFlow,
+)
 
 from .confirms import ConfirmTracker
 from .delivery import Delivery, ReturnedMessage
@@ -108,7 +117,7 @@ class Channel:
         self._flow_active = True
         self._error: ClientError | None = None
         self._publish = self.spec.method("basic.publish")
-        self._deliver = self.spec.method("basic.deliver")
+        self._deliver = cast("type[BasicDeliver]", self.spec.method("basic.deliver"))
         self._properties = self.spec.properties("basic")
         self._empty_property_list = self._properties().encode_list()
         #: Encoded basic.publish payloads by (exchange, routing key, mandatory).
@@ -561,13 +570,13 @@ class Channel:
         one lock round for the run, one wake-up of the callers it concerns, then the answers
         the protocol demands, sent outside the lock (see the lock order in connection.py)."""
         to_answer = []
-        deliver: Any = self._deliver
+        deliver = self._deliver
         with self._lock:
             deliveries = self._deliveries
             buffered = len(deliveries)
             for event in events:
-                m: Any = event.method
-                if m.__class__ is deliver and self._error is None:
+                m = event.method
+                if isinstance(m, deliver) and self._error is None:
                     # A consumer's deliveries, the bulk of what arrives: straight to the buffer.
                     deliveries.append(
                         Delivery(
@@ -595,13 +604,13 @@ class Channel:
         for method in to_answer:
             self._answer(method)
 
-    def _route(self, m: Any, properties: Properties | None, body: bytes) -> bool:
+    def _route(self, m: Method, properties: Properties | None, body: bytes) -> bool:
         """Apply one received method (under the lock); False: it needs an answer. Wakes
         the callers waiting for a reply, a cancel or a flow change; deliveries and confirms
         wake theirs once per run (``_on_events``)."""
         name = m.NAME
         requests = self._requests
-        if name == "channel.close":
+        if isinstance(m, ChannelClose):
             # Closed from now on: nothing after it on this channel may answer a request.
             self._close_under_lock(
                 ChannelClosed(m.reply_code, m.reply_text, m.class_id, m.method_id)
@@ -612,10 +621,10 @@ class Channel:
         elif requests and name in requests[0].responses:
             requests.popleft().reply = (m, properties, body)
             self._replied.notify_all()
-        elif name in ("basic.ack", "basic.nack"):
+        elif isinstance(m, BasicAck | BasicNack):
             if self._confirms is not None:
                 self._confirms.confirmed(m.delivery_tag, m.multiple, ack=name == "basic.ack")
-        elif name == "basic.return":
+        elif isinstance(m, BasicReturn):
             assert properties is not None
             returned = ReturnedMessage(
                 m.reply_code, m.reply_text, m.exchange, m.routing_key, properties, body
@@ -629,12 +638,12 @@ class Channel:
                     m.reply_code,
                     m.reply_text,
                 )
-        elif name == "basic.cancel":
+        elif isinstance(m, BasicCancel):
             self._consumers.discard(m.consumer_tag)
             self._server_cancelled.append(m.consumer_tag)
             self._arrived.notify_all()
             return bool(m.no_wait)
-        elif name == "channel.flow":
+        elif isinstance(m, ChannelFlow):
             self._flow_active = bool(m.active)
             self._settled.notify_all()
             return False
@@ -642,17 +651,17 @@ class Channel:
             log.warning("channel %d: ignoring unexpected %s", self.number, name)
         return True
 
-    def _answer(self, m: Any) -> None:
+    def _answer(self, m: Method) -> None:
         """Reply to a server-sent channel.close, channel.flow or basic.cancel."""
         method = self.spec.method
         with contextlib.suppress(ClientError):
-            if m.NAME == "channel.close":
+            if isinstance(m, ChannelClose):
                 self.connection._send_method(self.number, method("channel.close-ok")())
-            elif m.NAME == "channel.flow":
+            elif isinstance(m, ChannelFlow):
                 self.connection._send_method(
                     self.number, method("channel.flow-ok")(active=m.active)
                 )
-            else:
+            elif isinstance(m, BasicCancel):
                 reply = method("basic.cancel-ok")(consumer_tag=m.consumer_tag)
                 self.connection._send_method(self.number, reply)
         if m.NAME == "channel.close":
