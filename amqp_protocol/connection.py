@@ -98,7 +98,8 @@ class Connection:
         self._preferred = offered[0]
         self.frame_max = frame_max
         self.channel_max = 65535
-        #: Bodies announced larger than this are skipped and reported as ContentTooLarge.
+        #: Bodies announced larger than this are skipped and reported as ContentTooLarge when
+        #: their last frame has arrived (as RabbitMQ closes the channel only then).
         self.max_body_size = max_body_size
         self.open_channels: set[int] = set()
         self._closing_channels: set[int] = set()
@@ -420,16 +421,35 @@ class Connection:
         if channel in self._closing_channels:
             return name in _CHANNEL_CLOSE_METHODS
         if name == "channel.open":
-            if channel in self.open_channels and self.role == "server":
-                raise _error(504, f"channel {channel} is already open", method)
-            if channel > (self.channel_max or _NO_CHANNEL_LIMIT):
-                raise _error(
-                    530, f"channel {channel} exceeds channel-max {self.channel_max}", method
-                )
+            if self.role == "server":
+                self._check_channel_open(channel, method)
             return True
         if channel not in self.open_channels:
             raise _error(504, f"{name} on channel {channel}, which is not open", method)
         return True
+
+    def _check_channel_open(self, channel: int, method: Method) -> None:
+        """A server's checks of a channel.open. In 0-9-1, as RabbitMQ 4 does (measured on
+        4.0.5), channel-max bounds how many channels are open at once, not their numbers (any
+        of 1..65535 opens), and a channel opened twice is "second 'channel.open' seen"; 0-9
+        and 0-8 keep their spec's rule: numbers above channel-max are refused."""
+        rabbitmq = self.spec is not None and self.spec.version >= (0, 9, 1)
+        if channel in self.open_channels:
+            if rabbitmq:
+                raise _error(504, "CHANNEL_ERROR - second 'channel.open' seen", method)
+            raise _error(504, f"channel {channel} is already open", method)
+        if not rabbitmq:
+            if channel > (self.channel_max or _NO_CHANNEL_LIMIT):
+                raise _error(
+                    530, f"channel {channel} exceeds channel-max {self.channel_max}", method
+                )
+        elif self.channel_max and len(self.open_channels) >= self.channel_max:
+            raise _error(
+                530,
+                f"NOT_ALLOWED - number of channels opened ({len(self.open_channels)}) has "
+                f"reached the negotiated channel_max ({self.channel_max})",
+                method,
+            )
 
     def _track(self, channel: int, name: str, *, sent: bool) -> None:
         if name == "channel.open":
@@ -490,7 +510,6 @@ class Connection:
         partial.size = size
         if self.max_body_size is not None and size > self.max_body_size:
             partial.skip = True
-            return ContentTooLarge(channel, partial.method, size, self.max_body_size)
         return None
 
     def _body_frame(self, channel: int, payload: bytes) -> Event | None:
@@ -516,6 +535,7 @@ class Connection:
             return None
         del self._partials[channel]
         if partial.skip:
-            return None
+            assert self.max_body_size is not None
+            return ContentTooLarge(channel, partial.method, partial.size, self.max_body_size)
         body = b"".join([*partial.chunks, payload]) if partial.chunks else payload
         return ContentReceived(channel, partial.method, partial.properties, body)

@@ -46,11 +46,13 @@ class ContentReceived:
 
 @dataclass(slots=True)
 class ContentTooLarge:
-    """A content header announced a body over ``Connection.max_body_size``.
+    """A body over ``Connection.max_body_size`` (as its content header announced) has
+    arrived in full.
 
-    The connection skips that body's frames itself (nothing of it is buffered); the
-    application answers as it sees fit, e.g. a broker closes the channel with 406 as
-    RabbitMQ does.
+    The connection skips that body's frames itself (nothing of it is buffered) and reports
+    it after the last one; the application answers as it sees fit, e.g. a broker closes the
+    channel with 406 then, as RabbitMQ 4 does (measured: not before the whole body is in, so
+    a client that publishes without confirms finishes writing it first).
     """
 
     channel: int

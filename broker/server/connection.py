@@ -9,8 +9,8 @@ publishes waits in its own socket (TCP flow control), as RabbitMQ's credit flow 
 Hostile input is bounded too: the handshake must finish within ``handshake_timeout``, a
 refused login is closed after ``auth_failure_delay``, the broker holds at most
 ``connection_limit`` connections (descriptors.py) and a user ``connection_limit_of(user)``,
-and a message body declared larger than ``max_message_size`` is refused (406) before it is
-buffered.
+and a message body declared larger than ``max_message_size`` is discarded as it arrives and
+refused (406) once it is all in, as RabbitMQ 4 does.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
 from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD, deliver_frames
-
 from amqp_protocol.generated.any_version import (
     ConnectionClose,
     ConnectionCloseOk,
@@ -33,6 +32,7 @@ from amqp_protocol.generated.any_version import (
     ConnectionTuneOk,
     ConnectionUpdateSecret,
 )
+
 from .. import __version__, tls
 from ..access import Access
 from ..auth import EXTERNAL, offered_mechanisms, parse_response

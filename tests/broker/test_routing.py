@@ -6,7 +6,7 @@ from __future__ import annotations
 import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
-from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker
+from pika.exceptions import ChannelClosedByBroker
 
 from .helpers import get_all
 
@@ -137,10 +137,21 @@ def test_amq_prefix_is_reserved_for_exchanges(channel: BlockingChannel, name: st
     assert e.value.reply_code == 403
 
 
-def test_unknown_exchange_type_is_connection_error_503(channel: BlockingChannel, name: str) -> None:
-    with pytest.raises(ConnectionClosedByBroker) as e:
+def test_unknown_exchange_type_closes_the_channel_with_406(
+    channel: BlockingChannel, name: str
+) -> None:
+    """RabbitMQ 4's answer (3.10 closed the connection with 503; 0-9 keeps that rule)."""
+    with pytest.raises(ChannelClosedByBroker) as e:
         channel.exchange_declare(name, "no-such-type")
-    assert e.value.reply_code == 503
+    assert e.value.reply_code == 406
+    assert e.value.reply_text == "PRECONDITION_FAILED - unknown exchange type 'no-such-type'"
+
+
+def test_passive_declare_of_the_default_exchange_is_403(channel: BlockingChannel) -> None:
+    with pytest.raises(ChannelClosedByBroker) as e:
+        channel.exchange_declare("", passive=True)
+    assert e.value.reply_code == 403
+    assert "operation not permitted on the default exchange" in e.value.reply_text
 
 
 def test_delete_if_unused_refuses_exchange_with_bindings(
