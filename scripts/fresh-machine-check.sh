@@ -55,6 +55,10 @@ mkdir -p "$cache/apt-archives" "$cache/pip"
 mounted=()
 mount_in() { # mount_in ROOT: what a chroot needs of /proc, /dev and /sys
     local root=$1 point
+    # The root bound onto itself, so that / is a mount point in the chroot as on a machine:
+    # `unshare --mount` (the RabbitMQ 4 node's tooling) cannot make / private otherwise.
+    mount --bind "$root" "$root"
+    mounted=("$root" "${mounted[@]}")
     for point in proc sys dev dev/pts; do
         mkdir -p "$root/$point"
         case $point in
@@ -96,7 +100,7 @@ cleanup() {
     if [ -n "$work" ] && [ -d "$work" ]; then
         if $keep; then
             log "kept the root: $work"
-        elif ! findmnt -rn -o TARGET | grep -q "^$work/"; then
+        elif ! findmnt -rn -o TARGET | grep -qE "^$work(/|$)"; then
             rm -rf --one-file-system "$work"
         else
             log "something is still mounted under $work; not deleting it"

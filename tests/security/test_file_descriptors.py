@@ -22,9 +22,6 @@ from tests.durability.broker_process import BrokerProcess
 
 from .raw_client import M, call, open_raw
 
-# The management listener's fixed port would be shared with every other broker running.
-NO_MANAGEMENT = "--no-management"
-
 
 def _limits(b: BrokerProcess) -> tuple[int, int]:
     """The broker's soft and hard RLIMIT_NOFILE, as the kernel reports them."""
@@ -66,7 +63,7 @@ def _close_all(held: list[tuple[socket.socket, Connection]]) -> None:
 def test_the_broker_raises_its_soft_open_files_limit_to_the_hard_limit_and_logs_it(
     tmp_path: Path,
 ) -> None:
-    with BrokerProcess(tmp_path / "data", NO_MANAGEMENT, open_files=(64, 400)) as b:
+    with BrokerProcess(tmp_path / "data", open_files=(64, 400)) as b:
         assert _limits(b) == (400, 400)
         log = _log(b)
     assert "open files limit 400 (soft limit was 64, hard limit 400)" in log
@@ -83,7 +80,7 @@ def test_a_configured_open_files_limit_is_the_one_the_broker_runs_with(
         config = tmp_path / "broker.toml"
         config.write_text("open_files_limit = 300\n")
         args = ["--config", str(config)]
-    with BrokerProcess(tmp_path / "data", NO_MANAGEMENT, *args, open_files=(64, 400)) as b:
+    with BrokerProcess(tmp_path / "data", *args, open_files=(64, 400)) as b:
         assert _limits(b) == (300, 400)
         log = _log(b)
     assert "open files limit 300 (soft limit was 64, hard limit 400)" in log
@@ -114,7 +111,7 @@ def test_connections_over_what_the_descriptors_allow_are_dropped_and_logged_once
     limit = 88  # (200 - 100) * 0.9 - 2
     held: list[tuple[socket.socket, Connection]] = []
     with (
-        BrokerProcess(tmp_path / "data", NO_MANAGEMENT, open_files=(200, 200)) as b,
+        BrokerProcess(tmp_path / "data", open_files=(200, 200)) as b,
         contextlib.ExitStack() as s,
     ):
         s.callback(_close_all, held)

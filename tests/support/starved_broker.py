@@ -1,6 +1,6 @@
 """A bundled broker whose process's descriptors a test can use up: ``python -m
-tests.support.starved_broker --data-dir DIR --port N``, run by tests/durability/
-broker_process.py under a low open-files limit.
+tests.support.starved_broker --data-dir DIR --port N [--management-port M]``, run by
+tests/durability/broker_process.py under a low open-files limit.
 
 It logs to stderr as the ``amqp-broker`` program does. SIGUSR1 makes it open /dev/null until
 no descriptor is left ("holding N descriptors" on stderr); SIGUSR2 closes them ("released").
@@ -40,6 +40,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--data-dir", required=True)
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--management-port", type=int, default=0)
     args = p.parse_args()
     logging.basicConfig(
         level=logging.INFO,
@@ -48,7 +49,12 @@ def main() -> None:
     )
     signal.signal(signal.SIGUSR1, exhaust)
     signal.signal(signal.SIGUSR2, release)
-    with Broker(port=args.port, data_dir=args.data_dir, config={"heartbeat": 0}):
+    with Broker(
+        port=args.port,
+        data_dir=args.data_dir,
+        config={"heartbeat": 0},
+        management_port=args.management_port,
+    ):
         while True:
             signal.pause()
 
