@@ -62,6 +62,15 @@ if ! bash scripts/install-node.sh >&2; then
     fi
 fi
 
+step "ensure chromium (the management console's browser test)"
+if ! bash scripts/install-chromium.sh >&2; then
+    if [ "${CI:-}" = true ]; then
+        failed+=("chromium install")
+    else
+        echo "warning: no chromium; the console's browser test will be skipped" >&2
+    fi
+fi
+
 step "pytest $*"
 rc=0
 "$bin/python" -m pytest "$@" || rc=$?

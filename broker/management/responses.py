@@ -20,10 +20,12 @@ class ApiError(Exception):
         super().__init__(reason)
         self.status, self.error, self.reason = status, error, reason
 
-    def response(self) -> web.Response:
+    def response(self, challenge: bool = True) -> web.Response:
+        """The answer; a 401 challenges for basic auth unless ``challenge`` is false."""
         body = {"error": self.error, "reason": self.reason}
         headers = {"WWW-Authenticate": 'Basic realm="RabbitMQ Management"'}
-        return json_response(body, self.status, headers if self.status == 401 else None)
+        with_challenge = self.status == 401 and challenge
+        return json_response(body, self.status, headers if with_challenge else None)
 
 
 def not_found(reason: str = "Not Found") -> NoReturn:

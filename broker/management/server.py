@@ -20,6 +20,7 @@ from amqp_protocol import errors
 from . import (
     bindings,
     connections,
+    console,
     definitions,
     exchanges,
     metrics,
@@ -51,7 +52,8 @@ async def rabbitmq_errors(
     try:
         return await handler(request)
     except ApiError as e:
-        return e.response()
+        # Scripts of a page (the console) say so; a challenge would open the browser's dialog.
+        return e.response(challenge=request.headers.get("X-Requested-With") != "XMLHttpRequest")
     except errors.AMQPError as e:  # the model refused, as it refuses an AMQP client
         return from_amqp(e).response()
     except web.HTTPRequestEntityTooLarge as e:
@@ -81,6 +83,7 @@ def build_app(broker: BrokerServer, sampler: RateSampler) -> web.Application:
         bindings,
         definitions,
         metrics,
+        console,
     ):
         module.add_routes(app.router)
     return app
