@@ -210,9 +210,10 @@ class QueuedMessage:
     """One message in one queue: what differs between the queues it was routed to.
 
     ``delivery_count`` counts the times the entry came back unacknowledged to a queue with
-    ``x-delivery-limit`` (RabbitMQ's quorum-queue counter; see ``Queue.as_delivered``)."""
+    ``x-delivery-limit`` (RabbitMQ's quorum-queue counter; see ``Queue.as_delivered``).
+    ``seq``, its place in its queue's order (see ``ReadyMessages.put_back_in_place``)."""
 
-    __slots__ = ("message", "expires_at", "redelivered", "size", "delivery_count")
+    __slots__ = ("message", "expires_at", "redelivered", "size", "delivery_count", "seq")
 
     def __init__(self, message: Message, expires_at: float | None) -> None:
         self.message = message
@@ -220,3 +221,4 @@ class QueuedMessage:
         self.redelivered = False
         self.size = len(message.body)
         self.delivery_count = 0
+        self.seq = 0

@@ -11,6 +11,7 @@ consumer priority.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -72,6 +73,10 @@ class Consumer:
         self.unacked = 0
 
 
+def _by_seq(entry: QueuedMessage) -> int:
+    return entry.seq
+
+
 class ReadyMessages:
     """Ready messages in delivery order: one FIFO per priority level (``levels`` of them, one
     without priorities), the highest level served first.
@@ -94,6 +99,7 @@ class ReadyMessages:
         "_held_bytes",
         "_memory",
         "_spill_factory",
+        "_next_seq",
     )
 
     def __init__(
@@ -110,6 +116,7 @@ class ReadyMessages:
         self._held_bytes = 0  #: body bytes of the in-memory entries
         self._memory = memory
         self._spill_factory = spill_factory
+        self._next_seq = 0  #: the ``seq`` of the next entry appended
 
     def __len__(self) -> int:
         return self._len
@@ -132,6 +139,8 @@ class ReadyMessages:
         )
 
     def append(self, entry: QueuedMessage) -> None:
+        entry.seq = self._next_seq
+        self._next_seq += 1
         i = min(entry.message.priority, len(self._levels) - 1)
         if self._spill_factory is not None and (
             (self._spilled and self._spills[i])  # the level's spilled entries precede this one
@@ -155,6 +164,26 @@ class ReadyMessages:
         self._held_bytes += entry.size
         self._levels[self._index(entry)].appendleft(entry)
         self._len += 1
+
+    def put_back_in_place(self, entries: list[QueuedMessage]) -> None:
+        """Put ``entries`` (taken from this queue) back where they were among the entries
+        of their level, by ``seq``: a consumer sees them again in the order they were
+        appended, as RabbitMQ 4's classic queues do after a nack or reject with requeue, a
+        basic.recover or a closed channel (measured on 4.0.5: of 1..6 all taken, nack 5, 2,
+        4 gives 2, 4, 5). Costs the entries plus the ready ones with a lower ``seq``
+        (earlier returns waiting at the head); spilled entries are all newer."""
+        by_level: dict[int, list[QueuedMessage]] = {}
+        for entry in sorted(entries, key=_by_seq):
+            by_level.setdefault(self._index(entry), []).append(entry)
+            self._held_bytes += entry.size
+        self._len += len(entries)
+        for i, batch in by_level.items():
+            level = self._levels[i]
+            ahead = []
+            last = batch[-1].seq
+            while level and level[0].seq < last:
+                ahead.append(level.popleft())
+            level.extendleft(reversed(list(heapq.merge(ahead, batch, key=_by_seq))))
 
     def _head_level(self) -> deque[QueuedMessage] | None:
         """The in-memory FIFO of the highest level with entries (refilled from disk if all
@@ -181,6 +210,9 @@ class ReadyMessages:
         taken = 0
         while spill and not (level and self._memory_full()):
             entry = spill.pop()
+            # A spill keeps no ``seq``: one above every entry in memory keeps the order.
+            entry.seq = self._next_seq
+            self._next_seq += 1
             level.append(entry)
             self._spilled -= 1
             self._held_bytes += entry.size
@@ -680,9 +712,19 @@ class Queue:
         self._forget(entry)
 
     def requeue(self, entries: list[QueuedMessage]) -> None:
-        """Put unacknowledged entries back at the head, oldest first, marked redelivered
-        (basic.nack, basic.reject, basic.recover)."""
-        self._put_back(entries, at_head=True)
+        """Put unacknowledged entries back in their original places, marked redelivered
+        (basic.nack, basic.reject, basic.recover): see ``ReadyMessages.put_back_in_place``."""
+        if self.deleted:
+            for entry in entries:
+                self._forget(entry)
+            return
+        back = [entry for entry in entries if self.returned(entry)]
+        for entry in back:
+            entry.redelivered = True
+            self.ready_bytes += entry.size
+        self.unacked -= len(back)
+        self.ready.put_back_in_place(back)
+        self.dispatch()
 
     def return_unacked(self, entries: list[QueuedMessage]) -> None:
         """A closing channel hands back its unacknowledged entries: requeued."""
