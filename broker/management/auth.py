@@ -120,6 +120,11 @@ def vhost_for(request: web.Request, name: str | None = None) -> VirtualHost:
     return vhost
 
 
+def vhosts_in_scope(request: web.Request) -> list[VirtualHost]:
+    """The path's vhost if it names one, else all the user may see."""
+    return [vhost_for(request)] if "vhost" in request.match_info else visible_vhosts(request)
+
+
 def access_in(request: web.Request, vhost: VirtualHost) -> Access:
     """The user's AMQP permissions in ``vhost``, for mutations and message operations."""
     user = user_of(request)

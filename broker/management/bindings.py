@@ -14,7 +14,7 @@ from aiohttp import web
 from ..model.exchanges import Exchange, arguments_key
 from ..model.queues import Queue
 from ..model.vhost import VirtualHost
-from .auth import access_in, authorize, vhost_for, visible_vhosts
+from .auth import access_in, authorize, vhost_for, vhosts_in_scope
 from .listing import list_response
 from .responses import json_response, no_content, not_found, read_json, table, text
 
@@ -76,7 +76,7 @@ def _between(request: web.Request, vhost: VirtualHost) -> list[Binding]:
 
 
 async def list_bindings(request: web.Request) -> web.Response:
-    vhosts = [vhost_for(request)] if "vhost" in request.match_info else visible_vhosts(request)
+    vhosts = vhosts_in_scope(request)
     return list_response(request, [binding_info(v, b) for v in vhosts for b in bindings_in(v)])
 
 

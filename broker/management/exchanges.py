@@ -9,7 +9,7 @@ from aiohttp import web
 
 from ..model.exchanges import Exchange
 from ..model.vhost import VirtualHost
-from .auth import access_in, authorize, vhost_for, visible_vhosts
+from .auth import access_in, authorize, vhost_for, vhosts_in_scope
 from .context import broker_of, sampler_of
 from .listing import list_response
 from .messages import publish
@@ -17,9 +17,9 @@ from .rates import EXCHANGE_FIELDS, message_stats
 from .responses import (
     created,
     flag,
+    found,
     json_response,
     no_content,
-    not_found,
     query_flag,
     read_json,
     table,
@@ -52,14 +52,11 @@ def exchange_name(request: web.Request) -> str:
 
 
 def existing_exchange(request: web.Request, vhost: VirtualHost) -> Exchange:
-    ex = vhost.exchanges.get(exchange_name(request))
-    if ex is None:
-        not_found()
-    return ex
+    return found(vhost.exchanges, exchange_name(request))
 
 
 async def list_exchanges(request: web.Request) -> web.Response:
-    vhosts = [vhost_for(request)] if "vhost" in request.match_info else visible_vhosts(request)
+    vhosts = vhosts_in_scope(request)
     items = [exchange_info(request, v, ex) for v in vhosts for ex in v.exchanges.values()]
     return list_response(request, items)
 

@@ -11,7 +11,7 @@ from amqp_protocol import SPEC_0_9_1
 
 from ..model.queues import Queue
 from ..model.vhost import VirtualHost
-from .auth import access_in, authorize, vhost_for, visible_vhosts
+from .auth import access_in, authorize, vhost_for, vhosts_in_scope
 from .connections import connection_name, consumers_of
 from .context import broker_of, sampler_of
 from .listing import list_response
@@ -21,9 +21,9 @@ from .rates import QUEUE_FIELDS, depths, message_stats
 from .responses import (
     created,
     flag,
+    found,
     json_response,
     no_content,
-    not_found,
     query_flag,
     read_json,
     table,
@@ -71,14 +71,11 @@ def queue_info(request: web.Request, vhost: VirtualHost, q: Queue) -> dict[str, 
 
 
 def existing_queue(request: web.Request, vhost: VirtualHost) -> Queue:
-    q = vhost.queues.get(request.match_info["name"])
-    if q is None:
-        not_found()
-    return q
+    return found(vhost.queues, request.match_info["name"])
 
 
 async def list_queues(request: web.Request) -> web.Response:
-    vhosts = [vhost_for(request)] if "vhost" in request.match_info else visible_vhosts(request)
+    vhosts = vhosts_in_scope(request)
     items = [queue_info(request, v, q) for v in vhosts for q in v.queues.values()]
     return list_response(request, items)
 

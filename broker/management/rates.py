@@ -38,16 +38,7 @@ CHANNEL_FIELDS = (
     "redeliver",
     "ack",
 )
-QUEUE_FIELDS = (
-    "publish",
-    "deliver",
-    "deliver_no_ack",
-    "get",
-    "get_no_ack",
-    "deliver_get",
-    "redeliver",
-    "ack",
-)
+QUEUE_FIELDS = tuple(f for f in CHANNEL_FIELDS if f != "confirm")
 EXCHANGE_FIELDS = ("publish_in", "publish_out")
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from typing import Any, NoReturn, TypeVar
 
 from aiohttp import web
 
 from amqp_protocol import errors
+
+T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -30,6 +33,14 @@ class ApiError(Exception):
 
 def not_found(reason: str = "Not Found") -> NoReturn:
     raise ApiError(404, "Object Not Found", reason)
+
+
+def found(table: Mapping[str, T], name: str) -> T:
+    """``table[name]``, or 404."""
+    value = table.get(name)
+    if value is None:
+        not_found()
+    return value
 
 
 def bad_request(reason: str) -> NoReturn:

@@ -4,6 +4,7 @@ Administrators only, as in RabbitMQ."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -212,14 +213,21 @@ async def get_permission(request: web.Request) -> web.Response:
     return json_response(found[0])
 
 
-async def put_permission(request: web.Request) -> web.Response:
+async def _put_for_vhost_user(
+    request: web.Request, setter: Callable[[BrokerServer, str, str, dict[str, Any]], bool]
+) -> web.Response:
+    """PUT of a permission or topic permission of the path's vhost and user."""
     require_tag(request, "administrator")
     broker, m = broker_of(request), request.match_info
     if m["vhost"] not in broker.vhosts:
         not_found()
-    existed = set_permission(broker, m["vhost"], m["user"], await read_json(request))
+    existed = setter(broker, m["vhost"], m["user"], await read_json(request))
     save_access(broker)
     return created(existed)
+
+
+async def put_permission(request: web.Request) -> web.Response:
+    return await _put_for_vhost_user(request, set_permission)
 
 
 async def delete_permission(request: web.Request) -> web.Response:
@@ -241,13 +249,7 @@ async def get_topic_permission(request: web.Request) -> web.Response:
 
 
 async def put_topic_permission(request: web.Request) -> web.Response:
-    require_tag(request, "administrator")
-    broker, m = broker_of(request), request.match_info
-    if m["vhost"] not in broker.vhosts:
-        not_found()
-    existed = set_topic_permission(broker, m["vhost"], m["user"], await read_json(request))
-    save_access(broker)
-    return created(existed)
+    return await _put_for_vhost_user(request, set_topic_permission)
 
 
 async def delete_topic_permission(request: web.Request) -> web.Response:
