@@ -35,6 +35,9 @@ Example file::
     enabled = true
     host = "127.0.0.1"
     port = 15672
+    [management.tls]                   # HTTPS instead of HTTP; keys as [tls]'s, but port
+    certfile = "server.pem"
+    keyfile = "server.key"
 
     [users.app]
     password = "secret"                # or password_hash = "<RabbitMQ SHA-256 hash>"
@@ -157,6 +160,13 @@ class ManagementConfig:
     port: int = 15672
     #: bytes of a request body above which it is refused with 413
     max_body: int = 20 << 20
+    #: ``[management.tls]``: HTTPS on ``port`` with these settings (as ``[tls]``'s; its
+    #: ``port`` is not used)
+    tls: TLSConfig | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.tls, dict):
+            self.tls = TLSConfig(**self.tls)
 
 
 def _default_users() -> dict[str, User]:

@@ -53,7 +53,8 @@ def listeners(broker: BrokerServer) -> list[dict[str, Any]]:
         found.append(("amqp/ssl", broker.config.host, broker.tls_port))
     management = broker.management
     if management is not None:
-        found.append(("http", management.config.host, management.port))
+        protocol = "https" if management.config.tls is not None else "http"
+        found.append((protocol, management.config.host, management.port))
     return [
         {"node": node, "protocol": p, "ip_address": host, "port": port, "socket_opts": {}}
         for p, host, port in found

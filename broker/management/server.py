@@ -17,6 +17,7 @@ from aiohttp import web
 
 from amqp_protocol import errors
 
+from ..tls import server_context
 from . import (
     bindings,
     connections,
@@ -101,13 +102,20 @@ class ManagementServer:
     @property
     def url(self) -> str:
         host = self.config.host
-        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}/"
+        scheme = "https" if self.config.tls is not None else "http"
+        return f"{scheme}://{f'[{host}]' if ':' in host else host}:{self.port}/"
 
     async def start(self) -> None:
         """Listen; a taken address raises ``ManagementPortError`` naming it."""
         runner = web.AppRunner(build_app(self.broker, self.sampler), access_log=None)
         await runner.setup()
-        site = web.TCPSite(runner, self.config.host, self.config.port)
+        tls = self.config.tls
+        site = web.TCPSite(
+            runner,
+            self.config.host,
+            self.config.port,
+            ssl_context=server_context(tls) if tls is not None else None,
+        )
         try:
             await site.start()
         except OSError as e:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
+import ssl
+import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +15,7 @@ from broker import Broker, cli
 from broker.config import BrokerConfig
 from broker.management import ManagementPortError
 from tests.management.conftest import Api
+from tests.security.certs import CertificateAuthority
 
 
 def test_in_process_broker_serves_the_api_on_an_ephemeral_port(broker: Broker, api: Api) -> None:
@@ -57,3 +63,22 @@ def test_the_toml_section_sets_host_and_port() -> None:
     config = BrokerConfig.from_dict({"management": {"host": "::1", "port": 15999}})
     assert (config.management.host, config.management.port) == ("::1", 15999)
     assert config.management.enabled
+
+
+def test_with_a_tls_section_the_listener_speaks_https(tmp_path: Path) -> None:
+    ca = CertificateAuthority(tmp_path)
+    server = ca.issue("localhost", server=True)
+    tls = {"certfile": str(server.cert), "keyfile": str(server.key)}
+    with Broker(config={"management": {"tls": tls}}) as b:
+        assert b.management_url.startswith("https://127.0.0.1:")
+        context = ssl.create_default_context(cafile=str(ca.cert))
+        context.check_hostname = False
+        token = base64.b64encode(b"guest:guest").decode()
+        request = urllib.request.Request(
+            b.management_url + "api/whoami", headers={"Authorization": f"Basic {token}"}
+        )
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            assert json.loads(response.read())["name"] == "guest"
+        plain = b.management_url.replace("https://", "http://") + "api/whoami"
+        with pytest.raises(OSError):
+            urllib.request.urlopen(plain, timeout=10)
