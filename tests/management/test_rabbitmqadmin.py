@@ -171,10 +171,23 @@ def scenario(admin: Admin) -> list[tuple[str, Any]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def rabbitmq_management_url() -> Iterator[str]:
+#: Measured: RabbitMQ 4.0 stamps ``x-queue-type: classic`` on every queue declared without
+#: one (over AMQP too), which shows in listings and exports; the bundled broker declares as
+#: 3.10 does. A difference of the model (RabbitMQ 4 parity), not of the API.
+_QUEUE_TYPE_STAMPED = pytest.mark.xfail(
+    strict=True, reason="RabbitMQ 4.0 adds x-queue-type=classic to queue arguments"
+)
+
+
+@pytest.fixture(
+    scope="module",
+    params=[3, pytest.param(4, marks=_QUEUE_TYPE_STAMPED)],
+    ids=["rabbitmq3", "rabbitmq4"],
+)
+def rabbitmq_management_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A private RabbitMQ 3.10 node (rabbitmqadmin's own version) or 4.0 node."""
     with private_rabbitmq_node(
-        "with rabbitmq_management", major=3, plugins=("rabbitmq_management",)
+        "with rabbitmq_management", major=request.param, plugins=("rabbitmq_management",)
     ) as node:
         yield node.management_url.removesuffix("api/")
 
