@@ -10,7 +10,7 @@ from ..model.exchanges import EXCHANGE_TYPES
 from .auth import require_tag, user_of, vhost_for, visible_vhosts
 from .connections import visible_connections
 from .context import broker_of, sampler_of
-from .node import alarms, listeners, node_info, node_name, versions
+from .node import alarms, fd_counts, listeners, node_info, node_name, versions
 from .rates import CHANNEL_FIELDS, counts_of, overall_stats, queue_totals, with_details
 from .responses import json_response, not_found
 
@@ -45,6 +45,7 @@ async def get_overview(request: web.Request) -> web.Response:
             "queues": sum(len(v.queues) for v in vhosts),
         },
         "statistics_db_event_queue": 0,
+        **fd_counts(broker),  # RabbitMQ has them per node only; here the one node's
         "listeners": listeners(broker),
         "contexts": [{"node": node_name(), "description": "RabbitMQ Management", "path": "/"}],
     }
