@@ -89,12 +89,6 @@ class Persistence(Protocol):
         before returning, so that after a restart they come back redelivered."""
         ...
 
-    def messages_requeued_to_back(self, queue: Queue, msg_ids: list[int]) -> None:
-        """``queue`` (a durable one) put these journaled messages back at its back, in this
-        order (a quorum queue's requeue): a store records where, so that a restart brings
-        them back there, behind the messages published before."""
-        ...
-
     def sync(self) -> None:
         """Return once everything recorded so far is on disk (tx.commit)."""
         ...
@@ -143,9 +137,6 @@ class InMemory:
         pass
 
     def messages_delivered(self, queue: Queue, msg_ids: list[int]) -> None:
-        pass
-
-    def messages_requeued_to_back(self, queue: Queue, msg_ids: list[int]) -> None:
         pass
 
     def sync(self) -> None:

@@ -160,11 +160,6 @@ class ReadyMessages:
         self._held_bytes += entry.size
         self._levels[i].append(entry)
 
-    def appendleft(self, entry: QueuedMessage) -> None:
-        self._held_bytes += entry.size
-        self._levels[self._index(entry)].appendleft(entry)
-        self._len += 1
-
     def put_back_in_place(self, entries: list[QueuedMessage]) -> None:
         """Put ``entries`` (taken from this queue) back where they were among the entries
         of their level, by ``seq``: a consumer sees them again in the order they were
@@ -184,6 +179,22 @@ class ReadyMessages:
             while level and level[0].seq < last:
                 ahead.append(level.popleft())
             level.extendleft(reversed(list(heapq.merge(ahead, batch, key=_by_seq))))
+
+    def put_back_behind_returns(self, entries: list[QueuedMessage]) -> None:
+        """Put ``entries`` back, in order, ahead of every entry of their level never
+        delivered and behind the redelivered ones at its head (RabbitMQ 4.0's quorum queues
+        serve returned messages first, in the order they came back)."""
+        by_level: dict[int, list[QueuedMessage]] = {}
+        for entry in entries:
+            by_level.setdefault(self._index(entry), []).append(entry)
+            self._held_bytes += entry.size
+        self._len += len(entries)
+        for i, batch in by_level.items():
+            level = self._levels[i]
+            returns = []
+            while level and level[0].redelivered:
+                returns.append(level.popleft())
+            level.extendleft(reversed(returns + batch))
 
     def _head_level(self) -> deque[QueuedMessage] | None:
         """The in-memory FIFO of the highest level with entries (refilled from disk if all
@@ -309,6 +320,8 @@ def int_arg(queue: str, vhost: str, args: dict[str, Any], name: str, minimum: in
     raise _invalid_arg(queue, vhost, name, why)
 
 
+#: The values of ``x-queue-leader-locator`` (RabbitMQ 4.0 takes the last two as aliases).
+LEADER_LOCATORS = frozenset({"client-local", "balanced", "random", "least-leaders"})
 #: Quorum-queue and stream arguments a classic queue refuses after the values are checked
 #: (RabbitMQ 3.10.8). ``x-delivery-limit`` is one only over AMQP 0-9-1
 #: (``refuse_delivery_limit``): the 0-9 rule basic.deliver:01 takes it on any queue.
@@ -316,7 +329,6 @@ _OTHER_TYPES_ARGS = frozenset(
     {
         "x-dead-letter-strategy",
         "x-quorum-initial-group-size",
-        "x-queue-leader-locator",
         "x-max-age",
         "x-stream-max-segment-size-bytes",
         "x-initial-cluster-size",
@@ -378,6 +390,14 @@ class QueueSettings:
         #: RabbitMQ's quorum-queue argument, here on any queue: how many times a message may
         #: come back unacknowledged before it is dead-lettered (reason ``delivery_limit``).
         self.delivery_limit = int_arg(queue, vhost, args, "x-delivery-limit", 0)
+        # Where a queue's leader goes in a cluster: checked on every queue type in
+        # RabbitMQ 4.0 (3.10 refused it on classic queues); one node has nothing to place.
+        locator = args.get("x-queue-leader-locator", "client-local")
+        if not isinstance(locator, str):
+            why = f"{{unacceptable_type,{amqp_type_name(locator)}}}"
+            raise _invalid_arg(queue, vhost, "x-queue-leader-locator", why)
+        if locator not in LEADER_LOCATORS:
+            raise _invalid_arg(queue, vhost, "x-queue-leader-locator", "invalid_queue_locator_arg")
 
 
 class Queue:
@@ -723,28 +743,16 @@ class Queue:
             entry.redelivered = True
             self.ready_bytes += entry.size
         self.unacked -= len(back)
-        self.ready.put_back_in_place(back)
+        self._place_back(back)
         self.dispatch()
+
+    def _place_back(self, entries: list[QueuedMessage]) -> None:
+        """Where requeued entries go: their original places (a queue type may differ)."""
+        self.ready.put_back_in_place(entries)
 
     def return_unacked(self, entries: list[QueuedMessage]) -> None:
         """A closing channel hands back its unacknowledged entries: requeued."""
         self.requeue(entries)
-
-    def _put_back(self, entries: list[QueuedMessage], *, at_head: bool) -> None:
-        """Requeue ``entries`` at the head (oldest first) or at the back, in order."""
-        if self.deleted:
-            for entry in entries:
-                self._forget(entry)
-            return
-        put = self.ready.appendleft if at_head else self.ready.append
-        for entry in reversed(entries) if at_head else entries:
-            if not self.returned(entry):
-                continue
-            self.unacked -= 1
-            entry.redelivered = True
-            put(entry)
-            self.ready_bytes += entry.size
-        self.dispatch()
 
     def returned(self, entry: QueuedMessage) -> bool:
         """An unacknowledged entry comes back (requeued, or its channel closed). With

@@ -1,17 +1,19 @@
-"""A quorum queue (``x-queue-type=quorum``) as a one-node RabbitMQ 3.10 shows one to clients.
+"""A quorum queue (``x-queue-type=quorum``) as a one-node RabbitMQ 4.0 shows one to clients.
 
-It is a classic ``Queue`` run with other rules, all measured on RabbitMQ 3.10.8:
+It is a classic ``Queue`` run with other rules, measured on RabbitMQ 3.10.8 and, where 4.0
+differs (docs/rabbitmq-4-differences.md), on 4.0.5:
 
 - declaration: durable only, never exclusive, auto-delete or server-named; the classic-only
   arguments (``x-max-priority``, ``x-queue-mode``, ...) and the stream ones are refused;
   ``x-overflow=reject-publish-dlx`` is taken as ``drop-head``;
 - every message is kept across a restart, transient ones too (the Raft log keeps them all);
-- every return counts: deliveries carry ``x-delivery-count`` once a message came back (a
-  basic.get-ok always does, 0 at first), and past ``x-delivery-limit`` returns the message is
-  dead-lettered (reason ``delivery_limit``);
-- basic.nack, basic.reject and basic.recover requeue to the back of the queue, or to the
-  head when the queue has an ``x-delivery-limit`` argument (whatever its value); what a
-  closing channel held goes back to the head;
+- every return counts: deliveries (basic.get-ok too) carry ``x-delivery-count`` once a
+  message came back, and past ``x-delivery-limit`` returns (20 when the argument is absent;
+  none when it is negative or not a number) the message is dead-lettered (reason
+  ``delivery_limit``);
+- what comes back (basic.nack, basic.reject, basic.recover, a closing channel) goes ahead of
+  every message never delivered, behind those that came back before it and wait to be
+  delivered again: returns are served first, in the order they came back;
 - queue.declare-ok counts each unsettled basic.get as a consumer, and a cancelled consumer
   until its last delivery is settled, but not the consumers waiting to be the single
   active one;
@@ -47,22 +49,26 @@ _REFUSED_ARGS = frozenset(
 #: Quorum arguments with a fixed set of values, and the error term RabbitMQ names otherwise.
 _CHOICES = {
     "x-dead-letter-strategy": ({"at-most-once", "at-least-once"}, "invalid_dlx_strategy"),
-    "x-queue-leader-locator": (
-        {"client-local", "balanced", "random", "least-leaders"},
-        "invalid_queue_locator_arg",
-    ),
 }
 #: Ready messages (and bytes) a reject-publish queue must fall to before it takes publishes
 #: again, as a fraction of its limits (RabbitMQ's soft limit).
 _UNBLOCK_AT = 0.8
 
 
-def _delivery_limit(value: Any) -> int | None:
-    """``x-delivery-limit`` as RabbitMQ 3.10 applies it: not validated at declaration; a
-    number limits (a negative one as 0 does), anything else sets no limit."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+#: The delivery limit of a quorum queue declared without ``x-delivery-limit`` (RabbitMQ 4.0).
+DEFAULT_DELIVERY_LIMIT = 20
+
+
+def _delivery_limit(arguments: dict[str, Any]) -> int | None:
+    """``x-delivery-limit`` as RabbitMQ 4.0 applies it: not validated at declaration; 20 when
+    absent; a number limits, unless it is negative (-1 is the documented way to set no
+    limit); anything else sets no limit."""
+    if "x-delivery-limit" not in arguments:
+        return DEFAULT_DELIVERY_LIMIT
+    value = arguments["x-delivery-limit"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         return None
-    return max(math.floor(value), 0)
+    return math.floor(value)
 
 
 def _below(limit: int | None, value: int) -> bool:
@@ -82,7 +88,6 @@ class QuorumQueue(Queue):
         "x-quorum-initial-group-size",
         "x-max-in-memory-length",
         "x-max-in-memory-bytes",
-        "x-queue-leader-locator",
     )
 
     #: True while a reject-publish queue refuses publishes (it went past its limit).
@@ -154,7 +159,7 @@ class QuorumQueue(Queue):
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid property '{prop}' {where}"
                 )
-        settings.delivery_limit = _delivery_limit(args.get("x-delivery-limit"))
+        settings.delivery_limit = _delivery_limit(args)
         if settings.overflow == "reject-publish-dlx":
             settings.overflow = "drop-head"
         return settings
@@ -209,8 +214,9 @@ class QuorumQueue(Queue):
         return self._cancelled
 
     def as_delivered(self, entry: QueuedMessage, *, fetched: bool = False) -> Message:
-        """With ``x-delivery-count`` once the message came back; basic.get-ok always has it."""
-        if entry.delivery_count or fetched:
+        """With ``x-delivery-count`` once the message came back, fetched or not (RabbitMQ 3.10
+        gave every basic.get-ok one, 0 at first)."""
+        if entry.delivery_count:
             return with_headers(entry.message, {"x-delivery-count": Long(entry.delivery_count)})
         return entry.message
 
@@ -224,22 +230,16 @@ class QuorumQueue(Queue):
         return super().returned(entry)
 
     def requeue(self, entries: list[QueuedMessage]) -> None:
-        """basic.nack, basic.reject and basic.recover requeue to the back; with an
-        ``x-delivery-limit`` argument (RabbitMQ 3.10.8 counts such returns in place), to the
-        head. A store records a requeue to the back: its Raft log keeps RabbitMQ's across a
-        restart."""
-        at_head = "x-delivery-limit" in self.arguments
-        if not at_head and self.queue_id and not self.deleted:
-            journaled = [e.message.msg_id for e in entries if e.message.msg_id]
-            if journaled:
-                self.vhost.store.messages_requeued_to_back(self, journaled)
-        self._put_back(entries, at_head=at_head)
+        """What comes back (basic.nack, basic.reject, basic.recover, a closing channel) may
+        take a reject-publish queue past its limit."""
+        super().requeue(entries)
         self._check_limit()
 
-    def return_unacked(self, entries: list[QueuedMessage]) -> None:
-        """A closing channel's deliveries go back to the head, oldest first."""
-        self._put_back(entries, at_head=True)
-        self._check_limit()
+    def _place_back(self, entries: list[QueuedMessage]) -> None:
+        """Ahead of every message never delivered, behind those that came back earlier and
+        wait to be delivered again, as on RabbitMQ 4.0 (3.10 put a nack, reject or recover
+        at the back; a classic queue puts them back in their original places)."""
+        self.ready.put_back_behind_returns(entries)
 
     def check_delete(self, *, if_unused: bool, if_empty: bool) -> None:
         for flag, name in ((if_unused, "if-unused"), (if_empty, "if-empty")):

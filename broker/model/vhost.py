@@ -18,7 +18,6 @@ from .exchanges import (
     BLIND_COPY_HEADER,
     COPY_HEADER,
     EXCHANGE_TYPES,
-    SENDER_SELECTED_HEADERS,
     Destination,
     Exchange,
     header_keys,
@@ -50,6 +49,7 @@ _EQUIVALENT_QUEUE_ARGS = (
     "x-max-priority",
     "x-single-active-consumer",
     "x-queue-type",
+    "x-queue-leader-locator",
     "x-max-age",
     "x-stream-max-segment-size-bytes",
 )
@@ -308,7 +308,12 @@ class VirtualHost:
                     f"received '{_flag(received)}' but current is '{_flag(current)}'"
                 )
         for arg in (*_EQUIVALENT_QUEUE_ARGS, *q.equivalent_type_args):
-            received_value, current_value = arguments.get(arg), q.arguments.get(arg)
+            # RabbitMQ 4.0 compares queue types with classic for one not given (3.10: none).
+            default = "classic" if arg == "x-queue-type" else None
+            received_value, current_value = (
+                arguments.get(arg, default),
+                q.arguments.get(arg, default),
+            )
             if received_value != current_value:
                 both = received_value is not None and current_value is not None
                 raise errors.PreconditionFailed(
@@ -422,17 +427,19 @@ class VirtualHost:
             return
         key = settings.dead_letter_routing_key
         dead = dead_lettered(message, queue.name, reason, dlx.name, key)
-        targets = self.route_dead_lettered(dlx, dead)
+        targets = self.route_dead_lettered(dlx, dead, key_alone=key is not None)
         self.store.message_routed(dead, targets, None)
         for target in targets:
             target.publish(dead)
 
-    def route_dead_lettered(self, dlx: Exchange, dead: Message) -> list[Queue]:
+    def route_dead_lettered(self, dlx: Exchange, dead: Message, *, key_alone: bool) -> list[Queue]:
         """The queues a message ``dead_lettered`` on its way to ``dlx`` goes to: routed by
         its routing key and ``CC`` and ``BCC`` keys (``blind_keys``, RabbitMQ's routing keys
-        of the message; a dead-letter routing key replaced them all), less the queues that
-        would make an automatic cycle (``is_death_cycle``)."""
-        headers = dead.headers
+        of the message), or by its routing key alone when it is the queue's dead-letter
+        routing key (``key_alone``: it replaced them all; the ``CC`` header it keeps does
+        not route), less the queues that would make an automatic cycle
+        (``is_death_cycle``)."""
+        headers = {} if key_alone else dead.headers
         if dead.blind_keys:
             headers = {**headers, BLIND_COPY_HEADER: list(dead.blind_keys)}
         deaths = dead.headers["x-death"]
@@ -482,10 +489,12 @@ def dead_lettered(
     message: Message, queue: str, reason: str, exchange: str, dead_letter_key: str | None
 ) -> Message:
     """A copy of ``message`` on its way to ``exchange``, its death recorded in the headers
-    and its per-message expiration removed, as RabbitMQ 3.10 makes it: with the queue's
-    ``dead_letter_key`` it is routed by that key alone and loses its ``CC`` header; without
-    one it keeps its routing key, ``CC`` header and ``BCC`` keys (``blind_keys``), which all
-    route it again. ``x-death`` lists the routing key and the ``CC`` keys either way."""
+    and its per-message expiration removed, as RabbitMQ 4.0 makes it: with the queue's
+    ``dead_letter_key`` it is routed by that key alone, its ``CC`` header kept (3.10
+    removed it); without one it keeps its routing key, ``CC`` header and ``BCC`` keys
+    (``blind_keys``), which all route it again. ``x-death`` lists the routing key and the
+    ``CC`` keys either way; ``x-first-death-*`` name the first death, ``x-last-death-*``
+    (new in 4.0) this one."""
     props: Any = message.properties
     fields = props.fields()
     headers = dict(props.headers or {})
@@ -514,12 +523,14 @@ def dead_lettered(
     headers.setdefault("x-first-death-reason", reason)
     headers.setdefault("x-first-death-queue", queue)
     headers.setdefault("x-first-death-exchange", message.exchange)
+    headers["x-last-death-reason"] = reason
+    headers["x-last-death-queue"] = queue
+    headers["x-last-death-exchange"] = message.exchange
     if dead_letter_key is None:
         routing_key, blind_keys = message.routing_key, message.blind_keys
     else:
         routing_key, blind_keys = dead_letter_key, ()
-        for name in SENDER_SELECTED_HEADERS:  # a basic message has no BCC header; 0-9 ones may
-            headers.pop(name, None)
+        headers.pop(BLIND_COPY_HEADER, None)  # a basic message has none; 0-9 ones may
     fields["headers"] = headers
     fields["expiration"] = None
     props = type(props)(**fields)

@@ -277,7 +277,10 @@ class DeliveryLog:
 
     def requeued(self, queue_id: int, after: int, msg_ids: Sequence[int]) -> None:
         """``msg_ids`` went to the back of the queue, in this order, behind every message with
-        an id up to ``after`` (the journal's last id)."""
+        an id up to ``after`` (the journal's last id). The broker no longer writes such
+        records (a quorum queue puts returns back at the head, as RabbitMQ 4.0 does); those a
+        version that followed RabbitMQ 3.10 wrote are still honoured at recovery, and the
+        store tests write them with this."""
         _move_to_back(self._requeued.setdefault(queue_id, {}), after, msg_ids)
         self._append(_requeued_record(queue_id, after, msg_ids))
 

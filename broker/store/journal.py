@@ -113,11 +113,6 @@ class Journal:
             self._cond.notify()
         return msg_id
 
-    @property
-    def last_msg_id(self) -> int:
-        """The id ``publish`` gave last (the event loop's view: it publishes)."""
-        return self._next_id - 1
-
     def ack(self, queue_id: int, msg_ids: Sequence[int], token: object = None) -> None:
         """Journal that ``queue_id`` no longer holds ``msg_ids`` (acked, purged, expired, or
         the queue was deleted)."""

@@ -253,11 +253,6 @@ class DurableStore:
         else:  # delivered in id order: one mark covers them all (and any before them)
             log.mark(queue.queue_id, max(msg_ids))
 
-    def messages_requeued_to_back(self, queue: Queue, msg_ids: list[int]) -> None:
-        log = self.store.delivery_log
-        if log is not None and self.journal is not None:
-            log.requeued(queue.queue_id, self.journal.last_msg_id, msg_ids)
-
     def _flush_acks(self) -> None:
         self._acks_scheduled = False
         acks, self._acks = self._acks, defaultdict(list)

@@ -1,7 +1,9 @@
-"""Where a quorum queue puts a requeued message (basic.nack, basic.reject, basic.recover), on
-the bundled broker and RabbitMQ 3.10.8: at the back, unless the queue has an
-``x-delivery-limit`` argument, whatever its value (even one that sets no limit): then at the
-head, where RabbitMQ counts the return in place."""
+"""Where a quorum queue puts a message that comes back (basic.nack, basic.reject,
+basic.recover, a closing channel), on the bundled broker and RabbitMQ 4.0: ahead of every
+message never delivered, whatever its arguments, and behind the messages that came back
+before it and wait to be delivered again, so returns are served first, in the order they
+came back (measured on 4.0.5). RabbitMQ 3.10 put a nack, reject or recover at the back
+unless the queue had an ``x-delivery-limit`` argument (docs/rabbitmq-4-differences.md)."""
 
 from __future__ import annotations
 
@@ -14,31 +16,64 @@ from .helpers import get_when_there, wait_for
 
 
 @pytest.mark.parametrize(
-    ("arguments", "order"),
-    [
-        ({}, [b"b", b"c", b"a", b"d"]),
-        ({"x-delivery-limit": 5}, [b"a", b"b", b"c", b"d"]),
-        ({"x-delivery-limit": "none"}, [b"a", b"b", b"c", b"d"]),
-    ],
-    ids=["no delivery limit: back", "delivery limit: head", "non-numeric delivery limit: head"],
+    "arguments",
+    [{}, {"x-delivery-limit": 5}, {"x-delivery-limit": "none"}],
+    ids=["no delivery limit", "delivery limit", "non-numeric delivery limit"],
 )
-@pytest.mark.parametrize("settle", ["nack", "reject", "recover"])
-def test_a_quorum_queue_requeues_to_the_back_unless_it_has_a_delivery_limit_argument(
-    channel: BlockingChannel, name: str, arguments: dict[str, Any], order: list[bytes], settle: str
+@pytest.mark.parametrize("settle", ["nack", "reject", "recover", "close"])
+def test_a_quorum_queue_puts_a_returned_message_back_at_the_head(
+    channel: BlockingChannel, name: str, arguments: dict[str, Any], settle: str
 ) -> None:
     channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum", **arguments})
     channel.confirm_delivery()
     for body in (b"a", b"b", b"c"):
         channel.basic_publish("", name, body)
-    method, _, _ = get_when_there(channel, name)
+    holder = channel.connection.channel()
+    method, _, _ = get_when_there(holder, name)
     if settle == "nack":
-        channel.basic_nack(method.delivery_tag, requeue=True)
+        holder.basic_nack(method.delivery_tag, requeue=True)
     elif settle == "reject":
-        channel.basic_reject(method.delivery_tag, requeue=True)
+        holder.basic_reject(method.delivery_tag, requeue=True)
+    elif settle == "recover":
+        holder.basic_recover(requeue=True)
     else:
-        channel.basic_recover(requeue=True)
+        holder.close()
     assert wait_for(lambda: channel.queue_declare(name, passive=True).method.message_count == 3)
     channel.basic_publish("", name, b"d")
     bodies = [channel.basic_get(name, auto_ack=True)[2] for _ in range(4)]
-    assert bodies == order
+    assert bodies == [b"a", b"b", b"c", b"d"]
+    channel.queue_delete(name)
+
+
+@pytest.mark.parametrize(
+    ("returns", "order"),
+    [
+        ([b"b", b"a", b"c"], [b"b", b"a", b"c", b"d", b"e"]),
+        ([b"a", b"b", b"c"], [b"a", b"b", b"c", b"d", b"e"]),
+        ([b"c", b"a"], [b"c", b"a", b"d", b"e"]),
+    ],
+    ids=["b, a, c", "a, b, c", "c, a (b acked)"],
+)
+def test_returned_messages_are_served_first_in_the_order_they_came_back(
+    channel: BlockingChannel, name: str, returns: list[bytes], order: list[bytes]
+) -> None:
+    """Messages nacked one by one come back ahead of the never-delivered ones, each behind
+    those returned before it (not at their places of publication, as on a classic queue)."""
+    channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum"})
+    channel.confirm_delivery()
+    for body in (b"a", b"b", b"c", b"d"):
+        channel.basic_publish("", name, body)
+    holder = channel.connection.channel()
+    tags = {body: get_when_there(holder, name)[0].delivery_tag for body in (b"a", b"b", b"c")}
+    for body in (b"a", b"b", b"c"):
+        if body not in returns:
+            holder.basic_ack(tags[body])
+    for body in returns:
+        holder.basic_nack(tags[body], requeue=True)
+    expected = len(order) - 1
+    assert wait_for(
+        lambda: channel.queue_declare(name, passive=True).method.message_count == expected
+    )
+    channel.basic_publish("", name, b"e")
+    assert [channel.basic_get(name, auto_ack=True)[2] for _ in order] == order
     channel.queue_delete(name)

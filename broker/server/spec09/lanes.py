@@ -75,7 +75,8 @@ def _dead_letter(content_class: str, source: Queue, message: Message, reason: st
         as_basic, source.name, reason, dlx.name, settings.dead_letter_routing_key
     )
     dead = _with_death(message, as_dead.headers, dlx.name, as_dead.routing_key)
-    for target in vhost.route_dead_lettered(dlx, as_dead):
+    key_alone = settings.dead_letter_routing_key is not None
+    for target in vhost.route_dead_lettered(dlx, as_dead, key_alone=key_alone):
         lane(target, content_class).publish(dead)
 
 
