@@ -518,6 +518,7 @@ class ServerChannel:
         blind_keys: tuple[str, ...] = ()
         if headers:
             check_sender_selected(headers)
+            self.conn.access.require_sender_selected(m.exchange, headers)
             properties, blind_keys = without_bcc(properties)  # dead-lettering routes by them
         else:
             headers = {}

@@ -1,7 +1,8 @@
-"""Topic authorisation (RabbitMQ's): per user, vhost and topic exchange, a ``write``
-expression checked against the routing key of a publish and a ``read`` expression against the
-binding key of queue.bind, exchange.bind and their unbinds; refused with 403 on the channel.
-Each test runs on the bundled broker and on RabbitMQ (set with ``rabbitmqctl``); the
+"""Topic authorisation (RabbitMQ 4.0's): per user, vhost and topic exchange, a ``write``
+expression checked against the routing key and the CC and BCC keys of a publish and a
+``read`` expression against the binding key of queue.bind, exchange.bind and their unbinds;
+refused with 403 on the channel. Each test runs on the bundled broker and on RabbitMQ 4.0
+(set with ``rabbitmqctl``); the
 persistence tests on the bundled broker's data directory."""
 
 from __future__ import annotations
@@ -117,10 +118,12 @@ def _refusal(operation: Callable[[], object], channel: BlockingChannel) -> str |
     return None
 
 
-def _refused_text(key: str, exchange: str) -> str:
+def _refused_text(key: str, exchange: str, access: str) -> str:
+    """RabbitMQ 4.0's text, which names the ``access`` ("write", "read") refused (3.10's
+    said "access to topic")."""
     return (
-        f"ACCESS_REFUSED - access to topic '{key}' in exchange '{exchange}' in vhost '/' "
-        f"refused for user '{USER}'"
+        f"ACCESS_REFUSED - {access} access to topic '{key}' in exchange '{exchange}' in "
+        f"vhost '/' refused for user '{USER}'"
     )
 
 
@@ -148,25 +151,35 @@ def test_publish_with_a_routing_key_the_write_expression_matches_is_routed(
 def test_publish_with_another_routing_key_is_refused_with_rabbitmq_text(
     user: Callable[[], BlockingChannel],
 ) -> None:
-    assert _publish(user(), ORDERS, "invoice.paid") == _refused_text("invoice.paid", ORDERS)
+    assert _publish(user(), ORDERS, "invoice.paid") == _refused_text(
+        "invoice.paid", ORDERS, "write"
+    )
 
 
-def test_cc_and_bcc_keys_are_not_checked(
+def test_cc_and_bcc_keys_need_write_as_the_routing_key_does(
     admin: BlockingChannel, user: Callable[[], BlockingChannel], queue: str
 ) -> None:
-    admin.queue_bind(queue, ORDERS, "invoice.#")
-    assert _publish(user(), ORDERS, "order.x", CC=["invoice.a"], BCC=["invoice.b"]) is None
+    """RabbitMQ 4.0 checks the routing key, then the CC keys, then the BCC keys (3.10 checked
+    the routing key alone)."""
+    admin.queue_bind(queue, ORDERS, "order.#")
+    assert _publish(user(), ORDERS, "order.x", CC=["order.y"], BCC=["order.z"]) is None
     assert _count(admin, queue) == 1
+    refused = _refused_text("invoice.a", ORDERS, "write")
+    assert _publish(user(), ORDERS, "order.x", CC=["order.y", "invoice.a"]) == refused
+    refused = _refused_text("invoice.b", ORDERS, "write")
+    assert _publish(user(), ORDERS, "order.x", CC=["order.y"], BCC=["invoice.b"]) == refused
+    refused = _refused_text("invoice.x", ORDERS, "write")
+    assert _publish(user(), ORDERS, "invoice.x", CC=["invoice.a"]) == refused
 
 
 def test_queue_bind_and_unbind_need_read_on_the_binding_key(
     user: Callable[[], BlockingChannel], queue: str
 ) -> None:
     assert _bind(user(), queue, ORDERS, "order.paid") is None
-    assert _bind(user(), queue, ORDERS, "order.#") == _refused_text("order.#", ORDERS)
+    assert _bind(user(), queue, ORDERS, "order.#") == _refused_text("order.#", ORDERS, "read")
     ch = user()
     assert _refusal(lambda: ch.queue_unbind(queue, ORDERS, "order.*"), ch) == _refused_text(
-        "order.*", ORDERS
+        "order.*", ORDERS, "read"
     )
 
 
@@ -175,7 +188,7 @@ def test_exchange_bind_needs_read_when_the_source_is_the_topic_exchange(
 ) -> None:
     ch = user()
     refusal = _refusal(lambda: ch.exchange_bind("amq.fanout", ORDERS, "x"), ch)
-    assert refusal == _refused_text("x", ORDERS)
+    assert refusal == _refused_text("x", ORDERS, "read")
     ch = user()
     assert _refusal(lambda: ch.exchange_bind(ORDERS, "amq.fanout", "x"), ch) is None
     ch.exchange_unbind(ORDERS, "amq.fanout", "x")
@@ -185,9 +198,9 @@ def test_an_empty_expression_permits_only_the_empty_key(
     user: Callable[[], BlockingChannel], queue: str
 ) -> None:
     assert _publish(user(), EMPTY, "") is None
-    assert _publish(user(), EMPTY, "a") == _refused_text("a", EMPTY)
+    assert _publish(user(), EMPTY, "a") == _refused_text("a", EMPTY, "write")
     assert _bind(user(), queue, EMPTY, "") is None
-    assert _bind(user(), queue, EMPTY, "a") == _refused_text("a", EMPTY)
+    assert _bind(user(), queue, EMPTY, "a") == _refused_text("a", EMPTY, "read")
 
 
 def test_username_and_vhost_variables_are_replaced_unescaped(
@@ -195,9 +208,9 @@ def test_username_and_vhost_variables_are_replaced_unescaped(
 ) -> None:
     assert _publish(user(), "amq.topic", USER) is None
     assert _publish(user(), "amq.topic", USER.replace(".", "x")) is None  # '.' stays a regex
-    assert _publish(user(), "amq.topic", "other") == _refused_text("other", "amq.topic")
+    assert _publish(user(), "amq.topic", "other") == _refused_text("other", "amq.topic", "write")
     assert _bind(user(), queue, "amq.topic", "/") is None
-    assert _bind(user(), queue, "amq.topic", "x") == _refused_text("x", "amq.topic")
+    assert _bind(user(), queue, "amq.topic", "x") == _refused_text("x", "amq.topic", "read")
 
 
 def test_exchanges_without_topic_permissions_and_other_types_are_unrestricted(
@@ -260,7 +273,7 @@ def test_topic_permissions_survive_a_restart(tmp_path: Path) -> None:
         assert _publish_as_user(broker, "invoice.x") is not None
     with Broker(data_dir=data) as broker:  # the user comes from the data directory
         assert _publish_as_user(broker, "order.x") is None
-        assert _publish_as_user(broker, "invoice.x") == _refused_text("invoice.x", ORDERS)
+        assert _publish_as_user(broker, "invoice.x") == _refused_text("invoice.x", ORDERS, "write")
 
 
 def test_the_configuration_replaces_the_stored_topic_permissions_of_its_users(
