@@ -1,7 +1,7 @@
 """amqp-spark: a PySpark Data Source ``amqp`` for AMQP 0-9-1 brokers.
 
-Importing this package stays light (no pyspark): the broker and the client use its
-subpackages. ``AMQPDataSource`` is imported on first access.
+Importing this package stays light (no pyspark), so that the client (``amqp_spark.client``)
+can be used without Spark. ``AMQPDataSource`` is imported on first access.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 
 _DRIVER = """
 import json, os, sys, time
-from amqp_spark.local_spark import local_session
+from amqp_spark_demo.local_spark import local_session
 options, checkpoint, out = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 spark = local_session("killed-driver", cores=1)
 def sink(df, batch_id):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from amqp_spark.local_spark import local_session as _local_session
+from amqp_spark_demo.local_spark import local_session as _local_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,6 +1,6 @@
 """The main job: a Spark stream through the embedded broker, end to end.
 
-    python -m amqp_spark.demo [--messages N] [--per-trigger N]
+    python -m amqp_spark_demo [--messages N] [--per-trigger N]
 
 The bundled broker starts in-process; N orders are published to the queue ``orders`` with
 publisher confirms; a Spark structured stream reads the queue (``format("amqp")``), computes
@@ -18,9 +18,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from amqp_spark.client import connect
+from amqp_spark_demo.local_spark import local_session
 from broker import Broker
-
-from .client import connect
 
 SOURCE_QUEUE = "orders"
 SINK_EXCHANGE = "orders.enriched"
@@ -91,8 +91,6 @@ def run_stream(url: str, per_trigger: int) -> int:
     """Run the Spark query with Trigger.AvailableNow; returns the number of micro-batches."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
-
-    from .local_spark import local_session
 
     # format("amqp") resolves through the installed pyspark_amqp module; a Databricks
     # notebook calls spark.dataSource.register(AMQPDataSource) instead (see notebooks/).
@@ -174,7 +172,3 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(summary.render())
     return 0 if summary.written == summary.published and summary.left_in_source == 0 else 1
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

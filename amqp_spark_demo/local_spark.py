@@ -1,4 +1,5 @@
-"""A local SparkSession for the demo, the quickstart notebook and the tests.
+"""A local SparkSession for the demo, the quickstart notebook and the tests (not for
+clusters: on Databricks ``spark`` already exists).
 
 Bound to loopback (the driver would otherwise pick the first non-loopback interface), with
 Python workers running this interpreter so they import the same installed package.
