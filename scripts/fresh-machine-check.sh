@@ -2,7 +2,8 @@
 # The README's two commands on a fresh machine: a minimal Debian bookworm root
 # (debootstrap --variant=minbase, then python3, python3-venv, python3-pip, git and
 # ca-certificates; no Node, Java or RabbitMQ) with a systemd machine's open-files limits
-# (soft 1024, hard 524288). A clone of this checkout's HEAD (committed work only) goes to
+# (soft 1024; hard 524288 where this machine lets it be raised, else its own hard limit).
+# A clone of this checkout's HEAD (committed work only) goes to
 # /work/main in it, with /work/shared beside it, and there, with CI=true:
 #
 #     bash scripts/demo.sh
@@ -14,8 +15,8 @@
 #
 # The base root is built once and kept in $FRESH_MACHINE_CACHE (default
 # /var/cache/amqp-spark/fresh-bookworm); each run works in a copy of it, deleted at the end
-# (--keep keeps it and prints where). Downloads only (apt's .deb files, pip's wheels) are
-# cached between runs: every package is still installed by the project's own scripts.
+# (--keep keeps it and prints where). apt's downloaded .deb files are cached between runs
+# (every package is still installed by the project's own scripts); pip downloads afresh.
 # The exit code is the first failing command's; both commands run even if the demo fails.
 #
 # The root shares this machine's network, so it gets this machine's local CA certificates
@@ -50,7 +51,7 @@ fi
 
 cache=${FRESH_MACHINE_CACHE:-/var/cache/amqp-spark/fresh-bookworm}
 base=$cache/base
-mkdir -p "$cache/apt-archives" "$cache/pip"
+mkdir -p "$cache/apt-archives"
 
 mounted=()
 mount_in() { # mount_in ROOT: what a chroot needs of /proc, /dev and /sys
@@ -69,10 +70,9 @@ mount_in() { # mount_in ROOT: what a chroot needs of /proc, /dev and /sys
         esac
         mounted=("$root/$point" "${mounted[@]}")
     done
-    mkdir -p "$root/var/cache/apt/archives" "$root/root/.cache/pip"
+    mkdir -p "$root/var/cache/apt/archives"
     mount --bind "$cache/apt-archives" "$root/var/cache/apt/archives"
-    mount --bind "$cache/pip" "$root/root/.cache/pip"
-    mounted=("$root/root/.cache/pip" "$root/var/cache/apt/archives" "${mounted[@]}")
+    mounted=("$root/var/cache/apt/archives" "${mounted[@]}")
     cp /etc/resolv.conf "$root/etc/resolv.conf"
 }
 
