@@ -35,6 +35,7 @@ Example file::
     enabled = true
     host = "127.0.0.1"
     port = 15672
+    prometheus_port = 15692            # /metrics alone here too, as rabbitmq_prometheus (unset: off)
     [management.tls]                   # HTTPS instead of HTTP; keys as [tls]'s, but port
     certfile = "server.pem"
     keyfile = "server.key"
@@ -163,6 +164,9 @@ class ManagementConfig:
     #: ``[management.tls]``: HTTPS on ``port`` with these settings (as ``[tls]``'s; its
     #: ``port`` is not used)
     tls: TLSConfig | None = None
+    #: a second listener serving /metrics only, as rabbitmq_prometheus' (15692 there; 0: an
+    #: ephemeral port); None: metrics on ``port`` only
+    prometheus_port: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.tls, dict):

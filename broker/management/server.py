@@ -17,6 +17,7 @@ from aiohttp import web
 
 from amqp_protocol import errors
 
+from ..config import TLSConfig
 from ..tls import server_context
 from . import (
     bindings,
@@ -90,14 +91,34 @@ def build_app(broker: BrokerServer, sampler: RateSampler) -> web.Application:
     return app
 
 
+async def _listen(
+    app: web.Application, host: str, port: int, tls: TLSConfig | None, setting: str
+) -> web.AppRunner:
+    """Serve ``app`` on host:port (HTTPS with ``tls``); ``setting`` names where the address
+    comes from, for the error when it is taken."""
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    context = server_context(tls) if tls is not None else None
+    try:
+        await web.TCPSite(runner, host, port, ssl_context=context).start()
+    except OSError as e:
+        await runner.cleanup()
+        raise ManagementPortError(
+            e.errno, f"cannot listen on {host}:{port} ({setting}): {e.strerror}"
+        ) from None
+    return runner
+
+
 class ManagementServer:
     def __init__(self, broker: BrokerServer) -> None:
         self.broker = broker
         self.config = broker.config.management
         self.sampler = RateSampler()
-        self._runner: web.AppRunner | None = None
+        self._runners: list[web.AppRunner] = []
         self._timer: asyncio.TimerHandle | None = None
         self.port = 0
+        #: the /metrics-only listener's port (0 when there is none)
+        self.prometheus_port = 0
 
     @property
     def url(self) -> str:
@@ -106,27 +127,36 @@ class ManagementServer:
         return f"{scheme}://{f'[{host}]' if ':' in host else host}:{self.port}/"
 
     async def start(self) -> None:
-        """Listen; a taken address raises ``ManagementPortError`` naming it."""
-        runner = web.AppRunner(build_app(self.broker, self.sampler), access_log=None)
-        await runner.setup()
-        tls = self.config.tls
-        site = web.TCPSite(
-            runner,
-            self.config.host,
-            self.config.port,
-            ssl_context=server_context(tls) if tls is not None else None,
+        """Listen (and on ``prometheus_port`` for /metrics alone); a taken address raises
+        ``ManagementPortError`` naming it."""
+        config = self.config
+        self._runners.append(
+            await _listen(
+                build_app(self.broker, self.sampler),
+                config.host,
+                config.port,
+                config.tls,
+                "--management-host/--management-port",
+            )
         )
-        try:
-            await site.start()
-        except OSError as e:
-            await runner.cleanup()
-            raise ManagementPortError(
-                e.errno,
-                f"cannot listen on {self.config.host}:{self.config.port} "
-                f"(--management-host/--management-port): {e.strerror}",
-            ) from None
-        self._runner = runner
-        self.port = runner.addresses[0][1]
+        self.port = self._runners[0].addresses[0][1]
+        if config.prometheus_port is not None:
+            metrics_only = web.Application(middlewares=[rabbitmq_errors])
+            metrics_only[BROKER] = self.broker
+            metrics.add_routes(metrics_only.router)
+            try:
+                runner = await _listen(
+                    metrics_only,
+                    config.host,
+                    config.prometheus_port,
+                    config.tls,
+                    "[management] prometheus_port",
+                )
+            except ManagementPortError:
+                await self.stop()
+                raise
+            self._runners.append(runner)
+            self.prometheus_port = runner.addresses[0][1]
         self._tick()
         log.info("management API, console and /metrics on %s", self.url)
 
@@ -137,6 +167,6 @@ class ManagementServer:
     async def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()

@@ -3,8 +3,10 @@ prometheus_client's own parser."""
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker import Broker
@@ -64,3 +66,15 @@ def test_per_object_metrics_are_labelled_by_vhost_and_queue(
 def test_metrics_need_no_credentials(broker: Broker) -> None:
     with urllib.request.urlopen(broker.management_url + "metrics", timeout=10) as response:
         assert response.status == 200
+
+
+def test_a_prometheus_port_serves_metrics_alone() -> None:
+    with Broker(config={"management": {"prometheus_port": 0}}) as b:
+        assert b._server is not None and b._server.management is not None
+        port = b._server.management.prometheus_port
+        assert port and f":{port}/" not in b.management_url
+        metrics = _scrape(f"http://127.0.0.1:{port}/metrics")
+        assert metrics["rabbitmq_connections"] == [({}, 0.0)]
+        with pytest.raises(urllib.error.HTTPError) as not_there:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/overview", timeout=10)
+        assert not_there.value.code == 404
