@@ -35,7 +35,7 @@ Example file::
     enabled = true
     host = "127.0.0.1"
     port = 15672
-    prometheus_port = 15692            # /metrics alone here too, as rabbitmq_prometheus (unset: off)
+    prometheus_port = 15692            # /metrics alone too, as rabbitmq_prometheus (unset: off)
     [management.tls]                   # HTTPS instead of HTTP; keys as [tls]'s, but port
     certfile = "server.pem"
     keyfile = "server.key"
