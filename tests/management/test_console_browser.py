@@ -66,6 +66,10 @@ async def _drive(broker: Broker, api: Api) -> None:
         assert api.get("/api/queues/%2F/orders")["messages"] == 4
         await browser.screenshot(ARTIFACTS / "3-queue.png")
 
+        await browser.evaluate("location.hash = '#exchanges'; true")
+        await browser.wait_for("document.body.innerText.includes('amq.topic')")
+        await browser.screenshot(ARTIFACTS / "3b-exchanges.png")
+
         await browser.evaluate("location.hash = '#connections'; true")
         await browser.wait_for("!!document.querySelector('button.close')")
         await browser.screenshot(ARTIFACTS / "4-connections.png")
@@ -107,6 +111,7 @@ def test_the_console_shows_and_steers_the_broker_in_chromium(broker: Broker, api
         "1-overview.png",
         "2-queues.png",
         "3-queue.png",
+        "3b-exchanges.png",
         "4-connections.png",
         "5-users.png",
         "6-definitions.png",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 from tests.management.conftest import Api
@@ -183,3 +184,27 @@ def test_list_paging_sorting_filtering_and_columns(api: Api) -> None:
         "total_count": 4,
     }
     assert api.call("GET", "/api/queues?page=3&page_size=3")[0] == 400
+
+
+def test_connections_channels_and_consumers_are_listed_and_linked(api: Api, channel: Any) -> None:
+    channel.queue_declare("watched")
+    channel.basic_qos(prefetch_count=7)
+    channel.basic_consume("watched", lambda *a: None, consumer_tag="c1")
+    (conn,) = api.get("/api/connections")
+    assert (conn["user"], conn["vhost"], conn["protocol"], conn["channels"]) == (
+        "guest",
+        "/",
+        "AMQP 0-9-1",
+        1,
+    )
+    assert conn["client_properties"]["product"] == "Pika Python Client Library"
+    quoted = urllib.parse.quote(conn["name"], safe="")
+    (ch,) = api.get(f"/api/connections/{quoted}/channels")
+    assert (ch["number"], ch["consumer_count"], ch["prefetch_count"]) == (1, 1, 7)
+    detail = api.get(f"/api/channels/{urllib.parse.quote(ch['name'], safe='')}")
+    assert [c["consumer_tag"] for c in detail["consumer_details"]] == ["c1"]
+    (consumer,) = api.get("/api/consumers/%2F")
+    assert consumer["queue"] == {"name": "watched", "vhost": "/"}
+    assert consumer["channel_details"]["connection_name"] == conn["name"]
+    assert api.get("/api/queues/%2F/watched")["consumer_details"][0]["consumer_tag"] == "c1"
+    assert api.call("GET", "/api/connections/nope")[0] == 404

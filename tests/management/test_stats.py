@@ -110,3 +110,26 @@ def test_samples_go_with_their_object() -> None:
     sampler.record(obj, 1.0, {"publish": 1})
     del obj
     assert len(sampler._samples) == 0
+
+
+def test_stream_and_quorum_queues_count_their_deliveries_too(broker: Broker, api: Api) -> None:
+    conn = pika.BlockingConnection(pika.URLParameters(broker.url))
+    ch = conn.channel()
+    ch.basic_qos(prefetch_count=10)
+    for name, kind in (("s", "stream"), ("qq", "quorum")):
+        ch.queue_declare(name, durable=True, arguments={"x-queue-type": kind})
+        for i in range(3):
+            ch.basic_publish("", name, f"{i}".encode())
+    got: list[str] = []
+    ch.basic_consume(
+        "s", lambda c, m, p, b: got.append("s"), arguments={"x-stream-offset": "first"}
+    )
+    ch.basic_consume("qq", lambda c, m, p, b: got.append("qq"), auto_ack=True)
+    deadline = time.monotonic() + 5
+    while len(got) < 6 and time.monotonic() < deadline:
+        conn.process_data_events(time_limit=0.1)
+    stream, quorum = api.get("/api/queues/%2F/s"), api.get("/api/queues/%2F/qq")
+    assert (stream["type"], stream["message_stats"]["deliver"]) == ("stream", 3)
+    assert (quorum["type"], quorum["message_stats"]["deliver_no_ack"]) == ("quorum", 3)
+    assert stream["message_stats"]["publish"] == quorum["message_stats"]["publish"] == 3
+    conn.close()
