@@ -1,10 +1,11 @@
-"""A stream queue (``x-queue-type=stream``) as RabbitMQ 3.10 runs one over AMQP 0-9-1.
+"""A stream queue (``x-queue-type=stream``) as RabbitMQ 4.0 runs one over AMQP 0-9-1.
 
 Messages are appended to a ``SegmentedLog`` and never removed by consumers: each consumer
 has its own cursor (the next offset it gets), starts where its ``x-stream-offset`` says,
-and reads at its own pace. Acks only return credit (the consumer's prefetch); basic.get,
-nack, reject, purge, no-ack consumers, global qos and the classic-queue arguments are
-refused with RabbitMQ's errors. Like RabbitMQ, delivery goes a chunk at a time: when a
+and reads at its own pace. Acks, nacks and rejects only return credit (the consumer's
+prefetch; RabbitMQ 3.10 closed the connection for a nack or reject); basic.get, purge,
+no-ack consumers, global qos and the classic-queue arguments are refused with RabbitMQ's
+errors. Like RabbitMQ, delivery goes a chunk at a time: when a
 consumer has credit, the whole next chunk is delivered even if that overdraws its credit.
 
 Publishes are buffered and appended as one chunk per batch (``flush``), which the server
@@ -29,7 +30,7 @@ from ..model.field_types import amqp_type_name
 from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue
 from ..store.message_codec import encode_message
-from .delivery import OFFSET_HEADER, StreamDelivery, chunk_deliveries
+from .delivery import OFFSET_HEADER, chunk_deliveries
 from .log import SegmentedLog, now_ms
 from .offset_spec import (
     CrashesRabbitMQ,
@@ -251,11 +252,17 @@ class StreamQueue(Queue):
                 f"PRECONDITION_FAILED - invalid arg 'x-priority' for {self._where} of queue type "
                 "rabbit_stream_queue"
             )
+        # RabbitMQ 4.0's texts (3.10: "... not supported by stream queues queue 'q' ..." and
+        # "... is not set for 'queue 'q' in vhost '/''").
         if consumer.no_ack:
-            raise self._not_supported("automatic acknowledgement")
+            raise errors.NotImplemented_(
+                f"NOT_IMPLEMENTED - automatic acknowledgement not supported by stream "
+                f"{self._where}"
+            )
         if not consumer.prefetch:
             raise errors.PreconditionFailed(
-                f"PRECONDITION_FAILED - consumer prefetch count is not set for '{self._where}'"
+                f"PRECONDITION_FAILED - consumer prefetch count is not set for stream "
+                f"{self._where}"
             )
         # The channel-wide (global) prefetch lives on the channel, the consumer's sink.
         if getattr(consumer.sink, "channel_prefetch", 0):
@@ -318,13 +325,11 @@ class StreamQueue(Queue):
         """An ack returns credit (the channel does that); the message stays in the log."""
 
     def requeue(self, entries: list[QueuedMessage]) -> None:
-        # The channel also "requeues" when it closes: nothing to give back then.
-        sink = entries[0].sink if entries and isinstance(entries[0], StreamDelivery) else None
-        if sink is not None and not getattr(sink, "closed", False):
-            raise self._not_supported("basic.nack and basic.reject")
+        """A nack or reject with requeue settles as an ack does, nothing redelivered (as
+        RabbitMQ 4.0 does; a closing channel requeues too)."""
 
     def reject(self, entry: QueuedMessage) -> None:
-        raise self._not_supported("basic.nack and basic.reject")
+        """A nack or reject without requeue: as an ack (a stream has no dead-lettering)."""
 
     def purge(self) -> int:
         raise self._not_supported("queue.purge")
