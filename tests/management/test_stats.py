@@ -3,6 +3,7 @@ reports them, and rates from samples taken off the hot path."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -133,3 +134,32 @@ def test_stream_and_quorum_queues_count_their_deliveries_too(broker: Broker, api
     assert (quorum["type"], quorum["message_stats"]["deliver_no_ack"]) == ("quorum", 3)
     assert stream["message_stats"]["publish"] == quorum["message_stats"]["publish"] == 3
     conn.close()
+
+
+def test_rates_in_the_api_come_from_the_last_two_samples(broker: Broker, api: Api) -> None:
+    server = broker._server
+    assert server is not None and server.management is not None and broker._loop is not None
+    sampler = server.management.sampler
+
+    async def tick(now: float) -> None:  # on the broker's loop, with a made-up clock
+        assert server.management is not None and server.management._timer is not None
+        server.management._timer.cancel()  # no sample at the real time in between
+        sampler.tick(server, now)
+
+    def tick_at(now: float) -> None:
+        asyncio.run_coroutine_threadsafe(tick(now), broker._loop).result(5)  # type: ignore[arg-type]
+
+    api.ok("PUT", "/api/queues/%2F/rated", {})
+    tick_at(1000.0)
+    body = {"routing_key": "rated", "payload": "x", "payload_encoding": "string", "properties": {}}
+    for _ in range(10):
+        api.ok("POST", "/api/exchanges/%2F/amq.default/publish", body)
+    tick_at(1005.0)
+    queue = api.get("/api/queues/%2F/rated")
+    assert queue["message_stats"]["publish_details"] == {"rate": 2.0}
+    assert queue["messages_details"] == {"rate": 2.0}
+    overview = api.get("/api/overview")
+    assert overview["message_stats"]["publish_details"] == {"rate": 2.0}
+    assert api.get("/api/exchanges/%2F/amq.default")["message_stats"]["publish_in_details"] == {
+        "rate": 2.0
+    }
