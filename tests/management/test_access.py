@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import urllib.parse
 from unittest import mock
 
 import pytest
@@ -183,3 +184,15 @@ def test_an_invalid_permission_regex_is_400_and_changes_nothing(api: Api) -> Non
     )
     assert status == 400 and "configure='('" in body["reason"]
     assert api.get("/api/permissions/%2F/guest") == before
+
+
+def test_closing_someone_elses_connection_needs_the_administrator_tag(
+    api: Api, channel: object
+) -> None:
+    mon = _add_user(api, "mon", "monitoring", None)
+    (conn,) = mon.get("/api/connections")
+    path = "/api/connections/" + urllib.parse.quote(conn["name"], safe="")
+    status, body = mon.call("DELETE", path)
+    assert (status, body["reason"]) == (401, "Not administrator user")
+    assert len(api.get("/api/connections")) == 1
+    assert api.call("DELETE", path)[0] == 204
