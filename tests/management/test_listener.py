@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import socket
 import ssl
+import subprocess
+import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -82,3 +86,25 @@ def test_with_a_tls_section_the_listener_speaks_https(tmp_path: Path) -> None:
         plain = b.management_url.replace("https://", "http://") + "api/whoami"
         with pytest.raises(OSError):
             urllib.request.urlopen(plain, timeout=10)
+
+
+def test_the_program_logs_its_management_url_and_ctl_reaches_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    command = [sys.executable, "-m", "broker", "--in-memory", "--port", "0"]
+    proc = subprocess.Popen([*command, "--management-port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 30
+        url = None
+        while url is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            assert line, "the broker exited before serving"
+            found = re.search(r"management API, console and /metrics on (http://\S+)", line)
+            url = found.group(1) if found else None
+        assert url is not None
+        assert cli.main(["ctl", "--url", url, "status"]) == 0
+        assert "amqp: 127.0.0.1:" in capsys.readouterr().out
+    finally:
+        proc.terminate()
+        proc.wait(10)
