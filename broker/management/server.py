@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -115,7 +115,7 @@ class ManagementServer:
         self.config = broker.config.management
         self.sampler = RateSampler()
         self._runners: list[web.AppRunner] = []
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self.port = 0
         #: the /metrics-only listener's port (0 when there is none)
         self.prometheus_port = 0
@@ -161,8 +161,17 @@ class ManagementServer:
         log.info("management API, console and /metrics on %s", self.url)
 
     def _tick(self) -> None:
-        self.sampler.tick(self.broker, self.broker.loop.time())
-        self._timer = self.broker.loop.call_later(INTERVAL, self._tick)
+        self._step(self.sampler.steps(self.broker, self.broker.loop.time))
+
+    def _step(self, steps: Iterator[None]) -> None:
+        """One step of a tick per loop turn; the next tick ``INTERVAL`` after the last step."""
+        loop = self.broker.loop
+        try:
+            next(steps)
+        except StopIteration:
+            self._timer = loop.call_later(INTERVAL, self._tick)
+        else:
+            self._timer = loop.call_soon(self._step, steps)
 
     async def stop(self) -> None:
         if self._timer is not None:

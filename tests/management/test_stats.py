@@ -10,7 +10,8 @@ from typing import Any
 import pika
 
 from broker import Broker
-from broker.management.rates import RateSampler
+from broker.management.rates import SAMPLED, STEP, RateSampler
+from broker.model.stats import FIELDS
 from tests.management.conftest import Api
 
 
@@ -97,18 +98,30 @@ def test_a_queue_without_traffic_has_no_message_stats(api: Api) -> None:
 
 def test_a_rate_is_the_change_between_the_last_two_samples() -> None:
     sampler, obj = RateSampler(), _Object()
+    publish = SAMPLED.index("publish")
     assert sampler.rates(obj) == {}
-    sampler.record(obj, 100.0, {"publish": 10})
+    sampler.record(obj, 100.0, _sample(publish=10, get=5))
     assert sampler.rates(obj) == {}
-    sampler.record(obj, 105.0, {"publish": 60})
-    assert sampler.rates(obj) == {"publish": 10.0}
-    sampler.record(obj, 110.0, {"publish": 60})
-    assert sampler.rates(obj) == {"publish": 0.0}
+    sampler.record(obj, 105.0, _sample(publish=60, get=10, deliver=10))
+    rates = sampler.rates(obj)
+    assert (rates["publish"], rates["deliver"], rates["get"], rates["deliver_get"]) == (
+        10.0,
+        2.0,
+        1.0,
+        3.0,
+    )
+    assert rates["ack"] == 0.0 and list(rates)[publish] == "publish"
+    sampler.record(obj, 110.0, _sample(publish=60, get=10, deliver=10))
+    assert sampler.rates(obj)["publish"] == 0.0
+
+
+def _sample(**counts: int) -> tuple[int, ...]:
+    return tuple(counts.get(name, 0) for name in FIELDS)
 
 
 def test_samples_go_with_their_object() -> None:
     sampler, obj = RateSampler(), _Object()
-    sampler.record(obj, 1.0, {"publish": 1})
+    sampler.record(obj, 1.0, _sample(publish=1))
     del obj
     assert len(sampler._samples) == 0
 
@@ -163,3 +176,23 @@ def test_rates_in_the_api_come_from_the_last_two_samples(broker: Broker, api: Ap
     assert api.get("/api/exchanges/%2F/amq.default")["message_stats"]["publish_in_details"] == {
         "rate": 2.0
     }
+
+
+def test_a_tick_over_many_queues_pauses_every_step_and_samples_them_all(
+    broker: Broker, api: Api
+) -> None:
+    server = broker._server
+    assert server is not None and broker._loop is not None
+    sampler = RateSampler()
+    clock = iter(range(10_000))
+
+    async def run_steps() -> int:  # on the broker's loop, as the model wants
+        for i in range(STEP * 2 + 10):
+            server.vhosts["/"].declare_queue(f"many-{i}", owner=None)
+        return sum(1 for _ in sampler.steps(server, lambda: float(next(clock))))
+
+    assert asyncio.run_coroutine_threadsafe(run_steps(), broker._loop).result(10) == 2
+    queues = list(server.vhosts["/"].queues.values())
+    assert all(sampler._samples.get(q) is not None for q in queues)
+    first, last = sampler._samples[queues[0]][0][0], sampler._samples[queues[-1]][0][0]
+    assert (first, last) == (0.0, 2.0)  # timed by the clock of its step
