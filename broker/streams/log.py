@@ -5,8 +5,11 @@ format is described in ``broker/streams/README.md``; in short:
 
 * ``<first offset, 20 digits>.segment``: a 16-byte header (magic ``AMQPSTRM``, format
   version), then chunks. A chunk is what one ``append`` wrote: a 28-byte header (first
-  offset, timestamp in ms, record count, data size, CRC32 of header and data) and the
-  records, each a u32 length and its bytes. Offsets are dense across chunks and segments.
+  offset, timestamp in ms, record count, data size, CRC32 of header and data), then the
+  data: since version 2 the chunk's filter (a u8 length and its bytes, opaque here: see
+  ``chunk_filter.py``), then the records, each a u32 length and its bytes. Offsets are
+  dense across chunks and segments. A version 1 segment (no filters) is still read, its
+  chunks having an empty filter; the next append after opening one starts a new segment.
 * ``<first offset>.index``: a 16-byte header (magic ``AMQPSIDX``, version), then one
   24-byte entry per chunk (first offset, file position, timestamp; little-endian int64).
   The index is sparse (per chunk, not per record) and can always be rebuilt from the
@@ -33,7 +36,9 @@ from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The first version whose chunks carry a filter.
+FILTERS_SINCE = 2
 SEGMENT_MAGIC = b"AMQPSTRM"
 INDEX_MAGIC = b"AMQPSIDX"
 #: RabbitMQ's default for ``x-stream-max-segment-size-bytes``.
@@ -103,7 +108,8 @@ def _write_all(fd: int, data: bytes, position: int = 0) -> None:
         position += written
 
 
-def _check_file_header(path: Path, header: bytes, magic: bytes) -> None:
+def _check_file_header(path: Path, header: bytes, magic: bytes) -> int:
+    """The file's format version, once its magic is right and the version not too new."""
     if len(header) < _FILE_HEADER.size:
         raise LogError(f"{path}: truncated file header")
     found_magic, version = _FILE_HEADER.unpack(header[: _FILE_HEADER.size])
@@ -114,6 +120,7 @@ def _check_file_header(path: Path, header: bytes, magic: bytes) -> None:
             f"{path}: stream log format version {version} is newer than the version this "
             f"broker reads ({FORMAT_VERSION}); upgrade the broker to open it"
         )
+    return int(version)
 
 
 def _segment_name(base_offset: int, suffix: str) -> str:
@@ -134,6 +141,7 @@ class _Segment:
         self.size = 0
         self.next_offset = base_offset
         self.indexed = 0  #: how many chunks the index file holds
+        self.version = FORMAT_VERSION  #: of the segment file (its chunks' layout)
         self.fd = -1
         self.index_fd = -1
 
@@ -154,7 +162,7 @@ class _Segment:
         self.size = os.fstat(self.fd).st_size
         header = os.pread(self.fd, _FILE_HEADER.size, 0)
         if len(header) == _FILE_HEADER.size:
-            _check_file_header(self.path, header, SEGMENT_MAGIC)
+            self.version = _check_file_header(self.path, header, SEGMENT_MAGIC)
         elif last:
             # Died while creating the segment: nothing was ever appended to it.
             log.warning("stream log %s: incomplete segment header, rewriting it", self.path)
@@ -165,6 +173,9 @@ class _Segment:
             raise LogError(f"{self.path}: truncated file header")
         self._load_index()
         self._scan_tail(repair=last)
+        if last and not self.offsets and self.version < FORMAT_VERSION:
+            os.pwrite(self.fd, _FILE_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION), 0)
+            self.version = FORMAT_VERSION  # empty: appends may use the current layout
         self._open_index_file()
 
     def _load_index(self) -> None:
@@ -256,8 +267,12 @@ class _Segment:
 
     # -- appending ----------------------------------------------------------------------------
 
-    def append_chunk(self, first: int, timestamp: int, payloads: Sequence[bytes]) -> None:
+    def append_chunk(
+        self, first: int, timestamp: int, payloads: Sequence[bytes], filter_bytes: bytes
+    ) -> None:
         data = _encode_records(payloads)
+        if self.version >= FILTERS_SINCE:
+            data = bytes((len(filter_bytes),)) + filter_bytes + data
         head = _CHUNK_HEADER.pack(first, timestamp, len(payloads), len(data), 0)
         crc = _chunk_crc(head[:_CHUNK_CRC_AT], data)
         _write_all(self.fd, head[:_CHUNK_CRC_AT] + crc.to_bytes(4, "big") + data, self.size)
@@ -299,7 +314,16 @@ class _Segment:
         data = raw[_CHUNK_HEADER.size :]
         if len(data) != size or _chunk_crc(raw[:_CHUNK_CRC_AT], data) != crc:
             raise LogError(f"{self.path}: corrupt chunk at byte {pos} (offset {first})")
+        if self.version >= FILTERS_SINCE:
+            data = data[1 + data[0] :]
         return _decode_records(data, first, timestamp, skip_below)
+
+    def chunk_filter(self, i: int) -> bytes:
+        """The filter of chunk ``i`` without reading its records (empty before version 2)."""
+        if self.version < FILTERS_SINCE:
+            return b""
+        raw = os.pread(self.fd, 256, self.positions[i] + _CHUNK_HEADER.size)
+        return raw[1 : 1 + raw[0]]
 
     def close(self) -> None:
         for fd in (self.fd, self.index_fd):
@@ -404,17 +428,26 @@ class SegmentedLog:
 
     # -- writing ------------------------------------------------------------------------------
 
-    def append(self, payloads: Sequence[bytes], timestamp_ms: int | None = None) -> int:
-        """Append the payloads as one chunk; returns the offset of the first one."""
+    def append(
+        self,
+        payloads: Sequence[bytes],
+        timestamp_ms: int | None = None,
+        filter_bytes: bytes = b"",
+    ) -> int:
+        """Append the payloads as one chunk with this filter (at most 255 bytes, opaque to
+        the log); returns the offset of the first one."""
         if not payloads:
             raise ValueError("nothing to append")
+        if len(filter_bytes) > 255:
+            raise ValueError(f"a chunk filter has at most 255 bytes, not {len(filter_bytes)}")
         segment = self._segments[-1]
-        if segment.size >= self.max_segment_bytes and segment.offsets:
+        outdated = segment.version < FORMAT_VERSION
+        if (segment.size >= self.max_segment_bytes or outdated) and segment.offsets:
             segment = self._roll()
         last_ts = segment.timestamps[-1] if segment.timestamps else 0
         timestamp = max(now_ms() if timestamp_ms is None else timestamp_ms, last_ts)
         first = segment.next_offset
-        segment.append_chunk(first, timestamp, payloads)
+        segment.append_chunk(first, timestamp, payloads, filter_bytes)
         return first
 
     def _roll(self) -> _Segment:
@@ -469,6 +502,14 @@ class SegmentedLog:
         segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
         i = bisect.bisect_right(segment.offsets, offset) - 1
         return segment.read_chunk(i, offset)
+
+    def chunk_filter(self, offset: int) -> tuple[bytes, int]:
+        """The filter of the chunk holding ``offset`` (which must be in the log) and the
+        offset after that chunk, for a reader deciding whether to skip it."""
+        segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
+        i = bisect.bisect_right(segment.offsets, offset) - 1
+        end = segment.offsets[i + 1] if i + 1 < len(segment.offsets) else segment.next_offset
+        return segment.chunk_filter(i), end
 
     def read(
         self, from_offset: int, max_records: int = 1000, max_bytes: int = 1 << 20

@@ -30,6 +30,13 @@ from ..model.field_types import amqp_type_name
 from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue
 from ..store.message_codec import encode_message
+from .chunk_filter import (
+    ConsumerFilter,
+    InvalidFilter,
+    chunk_filter,
+    consumer_filter,
+    filter_value_of,
+)
 from .delivery import OFFSET_HEADER, chunk_deliveries
 from .log import SegmentedLog, now_ms
 from .offset_spec import (
@@ -205,7 +212,9 @@ class StreamQueue(Queue):
             log_options["max_segment_bytes"] = s.max_segment_bytes
         self.log = SegmentedLog(self.directory, **log_options)
         self._pending: list[bytes] = []
+        self._pending_filter_values: list[str] = []  #: x-stream-filter-value of each
         self._cursors: dict[Consumer, int] = {}
+        self._filters: dict[Consumer, ConsumerFilter] = {}
 
     @property
     def _where(self) -> str:
@@ -225,9 +234,14 @@ class StreamQueue(Queue):
     # -- publishing ---------------------------------------------------------------------------
 
     def publish(self, message: Message) -> bool:
+        try:
+            filter_value = filter_value_of(message.headers)
+        except InvalidFilter:
+            raise errors.InternalError("INTERNAL_ERROR") from None  # as RabbitMQ 4.0 does
         if not self._pending:
             self.vhost.clock.call_later(0, self.flush)
         self._pending.append(encode_message(message))
+        self._pending_filter_values.append(filter_value)
         return True
 
     def flush(self) -> None:
@@ -236,8 +250,10 @@ class StreamQueue(Queue):
         if not self._pending or self.deleted:
             return
         pending, self._pending = self._pending, []
+        values, self._pending_filter_values = self._pending_filter_values, []
         for start in range(0, len(pending), MAX_CHUNK_RECORDS):
-            self.log.append(pending[start : start + MAX_CHUNK_RECORDS])
+            end = start + MAX_CHUNK_RECORDS
+            self.log.append(pending[start:end], filter_bytes=chunk_filter(values[start:end]))
         if self.vhost.store.durable:
             self.log.sync_data()
         if self.consumers:
@@ -256,13 +272,11 @@ class StreamQueue(Queue):
         # "... is not set for 'queue 'q' in vhost '/''").
         if consumer.no_ack:
             raise errors.NotImplemented_(
-                f"NOT_IMPLEMENTED - automatic acknowledgement not supported by stream "
-                f"{self._where}"
+                f"NOT_IMPLEMENTED - automatic acknowledgement not supported by stream {self._where}"
             )
         if not consumer.prefetch:
             raise errors.PreconditionFailed(
-                f"PRECONDITION_FAILED - consumer prefetch count is not set for stream "
-                f"{self._where}"
+                f"PRECONDITION_FAILED - consumer prefetch count is not set for stream {self._where}"
             )
         # The channel-wide (global) prefetch lives on the channel, the consumer's sink.
         if getattr(consumer.sink, "channel_prefetch", 0):
@@ -270,9 +284,15 @@ class StreamQueue(Queue):
                 f"NOT_IMPLEMENTED - {self._where} does not support global qos"
             )
         spec = self._offset_spec((arguments or {}).get(OFFSET_HEADER))
+        try:
+            wanted = consumer_filter(arguments or {})
+        except InvalidFilter:
+            raise errors.InternalError("INTERNAL_ERROR") from None  # as RabbitMQ 4.0 does
         super().add_consumer(consumer)
         self.flush()
         self._cursors[consumer] = self.start_offset(spec)
+        if wanted is not None:
+            self._filters[consumer] = wanted
 
     def _offset_spec(self, value: Any) -> OffsetSpec:
         try:
@@ -301,15 +321,24 @@ class StreamQueue(Queue):
 
     def remove_consumer(self, consumer: Consumer) -> None:
         self._cursors.pop(consumer, None)
+        self._filters.pop(consumer, None)
         super().remove_consumer(consumer)
 
     def _deliver(self) -> None:
-        """To each consumer that has credit, a whole chunk at a time, from its cursor."""
+        """To each consumer that has credit, a whole chunk at a time, from its cursor;
+        a filtered consumer's cursor passes the chunks its filter cannot match unread."""
         log = self.log
         for consumer in self.consumers:
             sink = consumer.sink
             cursor = self._cursors[consumer]
+            wanted = self._filters.get(consumer)
             while cursor < log.next_offset and sink.can_deliver(consumer):
+                if wanted is not None:
+                    cursor = max(cursor, log.first_offset)  # retention may have passed it
+                    filter_bytes, after = log.chunk_filter(cursor)
+                    if not wanted.matches_chunk(filter_bytes):
+                        cursor = after
+                        continue
                 chunk = log.read_chunk(cursor)
                 for delivery in chunk_deliveries(chunk, sink):
                     sink.deliver(consumer, self, delivery)
@@ -348,8 +377,10 @@ class StreamQueue(Queue):
         """queue.delete: the log goes with the queue."""
         self.deleted = True
         self._pending.clear()
+        self._pending_filter_values.clear()
         self.log.close()
         shutil.rmtree(self.directory, ignore_errors=True)
         consumers, self.consumers = self.consumers, []
         self._cursors.clear()
+        self._filters.clear()
         return consumers

@@ -51,6 +51,7 @@ class Consumer:
         queue: str,
         offset: Any = None,
         prefetch: int = 100,
+        arguments: dict[str, Any] | None = None,
     ) -> None:
         self.connection = connection
         self.channel: BlockingChannel = connection.channel()
@@ -58,8 +59,10 @@ class Consumer:
         self.received: list[tuple[int, Any, bytes]] = []
         self.redelivered: list[bool] = []
         self.headers: list[dict[str, Any]] = []
-        args = None if offset is None else {"x-stream-offset": offset}
-        self.channel.basic_consume(queue, self._on_message, arguments=args)
+        args = dict(arguments or {})
+        if offset is not None:
+            args["x-stream-offset"] = offset
+        self.channel.basic_consume(queue, self._on_message, arguments=args or None)
 
     def _on_message(self, ch: Any, method: Any, properties: Any, body: bytes) -> None:
         headers = properties.headers or {}
