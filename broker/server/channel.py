@@ -597,6 +597,8 @@ class ServerChannel:
         if self._journal_waiting:
             held = bisect.bisect_left(self._confirms, self._journal_waiting[0], key=_sequence)
         confirms, self._confirms = self._confirms[:held], self._confirms[held:]
+        if not confirms:
+            return  # and 0-9, which has no basic.nack, never looks one up
         self.stats.confirm += len(confirms)
         ack, nack = self._m("basic.ack"), self._m("basic.nack")
         run_start: int | None = None
