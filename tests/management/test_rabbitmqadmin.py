@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pika
 import pytest
 
 from broker import Broker
@@ -23,6 +24,8 @@ pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
 RABBITMQADMIN = Path("/usr/bin/rabbitmqadmin")
 STATS_WAIT = 30.0
+#: the queues' depths once the scenario has published (RabbitMQ shows 0 for a while first)
+PUBLISHED = {"q1": 1, "q2": 2}
 
 
 def _canonical(item: Any) -> str:
@@ -72,7 +75,12 @@ class Admin:
             time.sleep(0.5)
 
 
-def scenario(admin: Admin) -> list[tuple[str, Any]]:
+def _one_channel(rows: list[Any]) -> bool:
+    """RabbitMQ lists a new connection with 0 channels until its next statistics."""
+    return [r["channels"] for r in rows] == [1]
+
+
+def scenario(admin: Admin, amqp_url: str) -> list[tuple[str, Any]]:
     """The steps and what rabbitmqadmin printed for each (parsed), in order."""
     out: list[tuple[str, Any]] = []
     run = admin.run
@@ -90,7 +98,18 @@ def scenario(admin: Admin) -> list[tuple[str, Any]]:
     run("publish", "routing_key=q2", "payload=direct")
     run("publish", "routing_key=q2", "payload=second")
     out.append(
-        ("queues", admin.listed("list", "queues", "name", "messages", "durable", "arguments"))
+        (
+            "queues",
+            admin.listed(
+                "list",
+                "queues",
+                "name",
+                "messages",
+                "durable",
+                "arguments",
+                settled=lambda rows: {r["name"]: r["messages"] for r in rows} == PUBLISHED,
+            ),
+        )
     )
     exchanges = admin.listed("list", "exchanges", "name", "type", "durable", "internal")
     out.append(
@@ -168,6 +187,22 @@ def scenario(admin: Admin) -> list[tuple[str, Any]]:
     )
     run("delete", "user", "name=watcher")
     out.append(("after user delete", admin.listed("list", "users", "name")))
+    run("declare", "vhost", "name=scenario-vhost")
+    out.append(("vhosts", admin.listed("list", "vhosts", "name")))
+    run("delete", "vhost", "name=scenario-vhost")
+    out.append(("after vhost delete", admin.listed("list", "vhosts", "name")))
+    client = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    try:
+        ch = client.channel()
+        ch.basic_qos(prefetch_count=5)
+        ch.basic_consume("q2", lambda *a: None, consumer_tag="scenario-consumer")
+        columns = ("user", "vhost", "channels", "state", "protocol")
+        connections = admin.listed("list", "connections", *columns, settled=_one_channel)
+        out.append(("connections", connections))
+        columns = ("queue.name", "consumer_tag", "ack_required", "prefetch_count", "exclusive")
+        out.append(("consumers", admin.listed("list", "consumers", *columns, settled=bool)))
+    finally:
+        client.close()
     return out
 
 
@@ -184,16 +219,17 @@ _QUEUE_TYPE_STAMPED = pytest.mark.xfail(
     params=[3, pytest.param(4, marks=_QUEUE_TYPE_STAMPED)],
     ids=["rabbitmq3", "rabbitmq4"],
 )
-def rabbitmq_management_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A private RabbitMQ 3.10 node (rabbitmqadmin's own version) or 4.0 node."""
+def rabbitmq_node(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """(management URL, AMQP URL) of a private RabbitMQ 3.10 node (rabbitmqadmin's own
+    version) or 4.0 node."""
     with private_rabbitmq_node(
         "with rabbitmq_management", major=request.param, plugins=("rabbitmq_management",)
     ) as node:
-        yield node.management_url.removesuffix("api/")
+        yield node.management_url.removesuffix("api/"), node.url
 
 
 def test_rabbitmqadmin_gives_the_same_answers_on_both_brokers(
-    rabbitmq_management_url: str, tmp_path: Path
+    rabbitmq_node: tuple[str, str], tmp_path: Path
 ) -> None:
     if not RABBITMQADMIN.exists():
         reason = f"{RABBITMQADMIN} is missing (scripts/install-rabbitmq.sh installs it)"
@@ -202,9 +238,10 @@ def test_rabbitmqadmin_gives_the_same_answers_on_both_brokers(
         pytest.skip(reason)
     (tmp_path / "rabbitmq").mkdir()
     (tmp_path / "bundled").mkdir()
-    reference = scenario(Admin(rabbitmq_management_url, tmp_path / "rabbitmq"))
+    management_url, amqp_url = rabbitmq_node
+    reference = scenario(Admin(management_url, tmp_path / "rabbitmq"), amqp_url)
     with Broker() as b:
-        ours = scenario(Admin(b.management_url, tmp_path / "bundled"))
+        ours = scenario(Admin(b.management_url, tmp_path / "bundled"), b.url)
     differences = [
         (step, expected, got)
         for (step, expected), (_, got) in zip(reference, ours, strict=True)
