@@ -80,6 +80,13 @@ case $rc in
 *) failed+=("pytest (exit code $rc)") ;;
 esac
 
+# The clients' own upstream suites (aiormq 6.9.3, aio-pika 9.6.0) against the bundled broker,
+# side by side, compared with the tests that passed on RabbitMQ 4 (tests/peer/
+# rabbitmq4-passed.txt, written by a full run of scripts/peer-suites.sh --write-baseline):
+# a test that passes there and fails here fails CI. About 10-15 min (README, "Peer suites").
+check "peer suites (bundled broker vs RabbitMQ 4 baseline)" \
+    bash scripts/peer-suites.sh --broker bundled --parallel
+
 if [ "${#failed[@]}" -gt 0 ]; then
     echo "FAILED:" >&2
     printf '  - %s\n' "${failed[@]}" >&2

@@ -460,7 +460,10 @@ def main(argv: list[str] | None = None) -> int:
         for suite in suites:
             results[(suite.key, "rabbitmq (baseline)")] = recorded.get(suite.key, Results())
     if options.write_baseline:
-        write_baseline(BASELINE_FILE, results, f"{options.rabbitmq_major} (private node)")
+        found = find_rabbitmq(options.rabbitmq_major)
+        write_baseline(
+            BASELINE_FILE, results, found.version if found else str(options.rabbitmq_major)
+        )
     ordered = {key: results[key] for s in suites for key in results if key[0] == s.key}
     return report(ordered, expected)
 
