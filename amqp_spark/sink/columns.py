@@ -30,16 +30,25 @@ _WIDENED: dict[str, tuple[str, ...]] = {
     "timestamp": ("timestamp_ntz",),
 }
 
+#: The sink's column that is not in the source's schema: the ``x-stream-filter-value``
+#: header of each message (stream filtering), as the ``filterValue`` option sets it for all.
+FILTER_VALUE_COLUMN = "filter_value"
+
 #: Column name -> accepted Spark SQL types (``DataType.simpleString()``), in schema order.
 ACCEPTED: dict[str, tuple[str, ...]] = {
-    name: (sql_type, *_WIDENED.get(sql_type, ()))
-    for name, sql_type, _ in COLUMNS
-    if name not in RECEIVE_ONLY
+    **{
+        name: (sql_type, *_WIDENED.get(sql_type, ()))
+        for name, sql_type, _ in COLUMNS
+        if name not in RECEIVE_ONLY
+    },
+    FILTER_VALUE_COLUMN: ("string",),
 }
 
 #: Columns whose values go into the message's content properties (same names as AMQP's).
 PROPERTY_COLUMNS: tuple[str, ...] = tuple(
-    name for name in ACCEPTED if name not in ("body", "routing_key", "exchange")
+    name
+    for name in ACCEPTED
+    if name not in ("body", "routing_key", "exchange", FILTER_VALUE_COLUMN)
 )
 
 
@@ -107,6 +116,7 @@ def plan_columns(schema: Any, settings: SinkSettings) -> ColumnPlan:
     for name, option, value in (
         ("exchange", "exchange", settings.exchange),
         ("routing_key", "routingKey", settings.routing_key),
+        (FILTER_VALUE_COLUMN, "filterValue", settings.filter_value),
     ):
         if value is not None and index.pop(name, None) is not None:
             log.info("amqp sink: option %s=%r overrides the column '%s'", option, value, name)

@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 
 from amqp_protocol import SPEC_0_9_1, Properties
 from amqp_spark.schema import STRING_PROPERTIES
+from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 
-from .columns import PROPERTY_COLUMNS, ColumnPlan
+from .columns import FILTER_VALUE_COLUMN, PROPERTY_COLUMNS, ColumnPlan
 from .settings import SinkSettings
 
 BasicProperties: type[Properties] = SPEC_0_9_1.properties("basic")
@@ -94,6 +95,7 @@ def to_messages(
     for name in BasicProperties.field_names:
         column = values.get(name)
         _consume(map(setattr, properties, repeat(name), repeat(None) if column is None else column))
+    _set_filter_values(properties, batch, plan, settings)
     messages = list(zip(keys, bodies, properties, strict=True))
 
     if settings.exchange is not None or not plan.has("exchange"):
@@ -106,6 +108,25 @@ def to_messages(
         runs.append(ExchangeRun(exchange, messages[start : start + size]))
         start += size
     return runs
+
+
+def _set_filter_values(
+    properties: list[Any],
+    batch: pa.RecordBatch,
+    plan: ColumnPlan,
+    settings: SinkSettings,
+) -> None:
+    """The ``x-stream-filter-value`` header: the ``filterValue`` option for every row, else
+    the ``filter_value`` column's value (null: none)."""
+    if settings.filter_value is not None:
+        values: list[str | None] = [settings.filter_value] * batch.num_rows
+    elif plan.has(FILTER_VALUE_COLUMN):
+        values = batch.column(plan.index[FILTER_VALUE_COLUMN]).to_pylist()
+    else:
+        return
+    for props, value in zip(properties, values, strict=True):
+        if value is not None:
+            props.headers = {**(props.headers or {}), FILTER_VALUE_HEADER: value}
 
 
 def _fill_nulls(column: list[Any] | None, fill: Iterable[Any]) -> list[Any]:

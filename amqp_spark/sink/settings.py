@@ -49,6 +49,15 @@ class SinkSettings:
         doc="a fixed routing key (overrides the column)",
         details="a fixed routing key; when set it **overrides** a `routing_key` column",
     )
+    filter_value: str | None = option(
+        "filterValue",
+        ANY_STRING,
+        default_doc="the `filter_value` column, else none",
+        doc="stream filtering: every row's `x-stream-filter-value` header (overrides the column)",
+        details="the `x-stream-filter-value` header of every message (RabbitMQ 3.13+ stream "
+        "filtering: readers with `filterValues` get only matching messages); when set it "
+        "**overrides** a `filter_value` column. A null column value sets no header",
+    )
     mandatory: bool = option(
         "mandatory",
         BOOLEAN,

@@ -57,7 +57,7 @@ class AMQPBatchReader(DataSourceReader):
                 for q, e in ends.items()
             }
         )
-        return plan_ranges(self.options, start, end)
+        return plan_ranges(self.options, start, end, tails)
 
     def _queue_drains(self) -> list[InputPartition]:
         opts = self.options

@@ -220,6 +220,19 @@ class SourceOptions:
         details="stream, batch reads only: `next` (what is there at planning) or per queue JSON of "
         "exclusive end offsets.",
     )
+    fail_on_data_loss: bool = option(
+        "failOnDataLoss",
+        BOOLEAN,
+        default=True,
+        doc="streams: fail when retention removed offsets the query had not read yet; `false` "
+        "logs them and goes on from the first available offset",
+        requires=_STREAM_ONLY,
+        details="stream only, as Kafka's: when retention (`x-max-age`, `x-max-length-bytes`) "
+        "removed offsets the query had not read yet (it was stopped too long, or fell behind), "
+        "`true` fails the query with a message naming the queue, the first missing and the "
+        "first available offset; `false` logs the same and goes on from the first available "
+        "offset.",
+    )
     ack_batch_reads: bool = option(
         "ackBatchReads",
         BOOLEAN,

@@ -34,6 +34,7 @@ class StreamRangePartition(InputPartition):
     prefetch: int
     poll_timeout: float
     max_reconnect_attempts: int
+    fail_on_data_loss: bool = True  #: an offset of the range gone from the stream fails the read
 
 
 @dataclass

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
+from amqp_spark.source.data_loss import lost
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
@@ -154,17 +155,14 @@ class StreamTails:
         return end if found is None else min(found, end)
 
     def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
-        """The offset of the first delivery a consumer at ``spec`` ('first' or a timestamp,
-        as ``x-stream-offset`` takes them) gets (None: none came)."""
         assert self._conn is not None
-        ch = self._conn.channel()
-        try:
-            ch.basic_qos(prefetch_count=1)
-            ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: spec})
-            d = ch.next_delivery(timeout=self._options.poll_timeout)
-            return None if d is None else stream_offset_of(d)
-        finally:
-            ch.close()
+        return probe(self._conn, queue, spec, self._options.poll_timeout)
+
+    def first_available(self, queue: str) -> int | None:
+        """The first offset ``queue`` still holds (None: it holds none)."""
+        with self._lock:
+            self._ensure_open()
+            return self._probe(queue, "first")
 
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes
@@ -189,6 +187,21 @@ class StreamTails:
             return {q: self._next.get(q, 0) for q in self._options.queues}
 
 
+def probe(
+    conn: Connection, queue: str, spec: str | datetime.datetime, timeout: float
+) -> int | None:
+    """The offset of the first delivery a consumer at ``spec`` ('first' or a timestamp,
+    as ``x-stream-offset`` takes them) gets (None: none came)."""
+    ch = conn.channel()
+    try:
+        ch.basic_qos(prefetch_count=1)
+        ch.basic_consume(queue, arguments={STREAM_OFFSET_HEADER: spec})
+        d = ch.next_delivery(timeout=timeout)
+        return None if d is None else stream_offset_of(d)
+    finally:
+        ch.close()
+
+
 def plan_ranges(
     options: SourceOptions, start: StreamOffset, end: StreamOffset
 ) -> list[StreamRangePartition]:
@@ -209,6 +222,7 @@ def plan_ranges(
                     prefetch=options.consumer_prefetch,
                     poll_timeout=options.poll_timeout,
                     max_reconnect_attempts=options.max_reconnect_attempts,
+                    fail_on_data_loss=options.fail_on_data_loss,
                 )
             )
     return parts
@@ -246,6 +260,12 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
             offset = stream_offset_of(d)
             if offset is None or offset < part.start:
                 continue  # a chunk starts before the asked offset
+            if last == part.start - 1 and offset > part.start:
+                # Offsets without a message (RabbitMQ 4 puts a tracking chunk at the start of
+                # each segment) leave gaps too: only a stream that begins later lost some.
+                first = probe(conn, part.queue, "first", part.poll_timeout)
+                if first is not None and first > part.start:
+                    lost(part.queue, part.start, first, part.fail_on_data_loss)
             last = offset
             if offset < part.end:
                 pending.append(d)

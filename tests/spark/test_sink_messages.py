@@ -149,3 +149,23 @@ def test_consecutive_rows_for_one_exchange_are_grouped_in_row_order() -> None:
         ("y", [b"3"]),
         ("x", [b"4"]),
     ]
+
+
+def test_filter_value_column_sets_the_stream_filter_header_beside_the_others() -> None:
+    messages = convert(
+        {
+            "body": pa.array([b"a", b"b", b"c"]),
+            "headers": pa.array([[("k", "v")], None, None], pa.map_(pa.string(), pa.string())),
+            "filter_value": pa.array(["eu", "us", None]),
+        }
+    )
+    assert [m.properties.headers for m in messages] == [
+        {"k": "v", "x-stream-filter-value": "eu"},
+        {"x-stream-filter-value": "us"},
+        None,
+    ]
+
+
+def test_filter_value_option_tags_every_row() -> None:
+    messages = convert({"body": pa.array([b"a", b"b"])}, filterValue="all")
+    assert [m.properties.headers for m in messages] == [{"x-stream-filter-value": "all"}] * 2

@@ -1,0 +1,39 @@
+"""Stream filtering (RabbitMQ 3.13+) as both ends of the connector use it.
+
+The sink sets the header ``x-stream-filter-value`` on each message; the source passes
+``x-stream-filter`` and ``x-stream-match-unfiltered`` when it consumes a stream queue, and
+checks every delivery again: the broker filters by chunk with a Bloom filter, so it may
+deliver messages that do not match (those sharing a chunk with a match, or a false
+positive), and RabbitMQ before 3.13 ignores the arguments and delivers everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+FILTER_VALUE_HEADER = "x-stream-filter-value"
+
+
+@dataclass(frozen=True)
+class StreamFilter:
+    """The filter values a reader wants, and whether it wants messages without one."""
+
+    values: tuple[str, ...]
+    match_unfiltered: bool = False
+
+    def consume_arguments(self) -> dict[str, Any]:
+        return {
+            "x-stream-filter": list(self.values),
+            "x-stream-match-unfiltered": self.match_unfiltered,
+        }
+
+    def keeps(self, properties: Any) -> bool:
+        """Whether a delivery with these content properties matches (the check after the
+        broker's)."""
+        headers: Mapping[str, Any] | None = properties.headers
+        value = headers.get(FILTER_VALUE_HEADER) if headers else None
+        if value is None:
+            return self.match_unfiltered
+        return value in self.values
