@@ -12,6 +12,8 @@ from typing import TypeVar
 
 from pyspark.sql.datasource import InputPartition
 
+from amqp_spark.stream_filter import StreamFilter
+
 T = TypeVar("T")
 
 
@@ -34,6 +36,8 @@ class StreamRangePartition(InputPartition):
     prefetch: int
     poll_timeout: float
     max_reconnect_attempts: int
+    stream_filter: StreamFilter | None = None  #: filterValues: read and keep matches only
+    stop_at: int | None = None  #: with a filter: the range's last match, when the driver knows
     fail_on_data_loss: bool = True  #: an offset of the range gone from the stream fails the read
 
 

@@ -51,7 +51,7 @@ class StreamQueueStream(QueueStream[StreamTails]):
         tails = self._runner_state()  # a batch replanned after a restart comes first
         first, last = StreamOffset.from_dict(start), StreamOffset.from_dict(end)
         first = readable_start(first, last, tails.first_available, self.options.fail_on_data_loss)
-        ranges: list[InputPartition] = list(plan_ranges(self.options, first, last))
+        ranges: list[InputPartition] = list(plan_ranges(self.options, first, last, tails))
         log.info("amqp source: stream batch %s -> %s in %d range(s)", start, end, len(ranges))
         return ranges
 

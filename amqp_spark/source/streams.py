@@ -17,11 +17,13 @@ round trip per trigger: ``latestOffset`` answers from what the tail has seen.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import threading
 import time
+from array import array
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 ROWS_PER_RECORD_BATCH = 10_000
 #: The tail is "settled" once no delivery came for this long (end of the last chunk).
 SETTLE_SECONDS = 0.3
+#: ``StreamTails.stop_at``: no message of the range matches the filter.
+NOTHING_MATCHES = -1
 
 
 class StreamTails:
@@ -54,11 +58,18 @@ class StreamTails:
         self._next: dict[str, int] = {}  #: queue -> next offset (known once something was seen)
         self._bytes = self._count = 0  #: for an average message size (maxBytesPerTrigger)
         self._target: dict[str, int] | None = None  #: AvailableNow: never read past this
+        self._filter = options.stream_filter
+        #: with filterValues: per queue, the offsets of the matching messages the tail saw
+        #: (ascending), and the first offset it saw since it (re)attached: it saw every one
+        #: after that, so it knows the matches of any range from there.
+        self._matches: dict[str, array[int]] = {q: array("q") for q in options.queues}
+        self._watched_from: dict[str, int] = {}
 
     def _ensure_open(self) -> None:
         if self._conn is not None and self._conn.is_open:
             return
         self._conn = None
+        self._watched_from.clear()  # what came while detached was not seen
         opts = self._options
 
         def follow_tails(conn: Connection) -> dict[str, Channel]:
@@ -93,6 +104,8 @@ class StreamTails:
                     if offset >= self._next.get(queue, 0):
                         self._next[queue] = offset + 1
                     self._bytes += len(d.body)
+                    if self._filter is not None:
+                        self._note_match(queue, offset, d.properties)
                 if deliveries:
                     ch.basic_ack(deliveries[-1].delivery_tag, multiple=True)
                     seen += len(deliveries)
@@ -100,6 +113,29 @@ class StreamTails:
         except ClientError:
             self._conn = None  # reopened (and re-settled) by the next _ensure_open()
         return seen
+
+    def _note_match(self, queue: str, offset: int, properties: Any) -> None:
+        self._watched_from.setdefault(queue, offset)
+        matches = self._matches[queue]
+        assert self._filter is not None
+        if self._filter.keeps(properties) and (not matches or offset > matches[-1]):
+            matches.append(offset)
+
+    def stop_at(self, queue: str, begin: int, end: int) -> int | None:
+        """With filterValues, the last offset of ``[begin, end)`` a filtered reader must
+        see: the last match there, which the broker is sure to deliver (a Bloom filter has
+        no false negatives). ``NOTHING_MATCHES`` when the tail saw the whole range and
+        nothing in it matches; None when it did not see it all (read until quiet)."""
+        with self._lock:
+            matches = self._matches[queue]
+            del matches[: bisect.bisect_left(matches, begin)]  # earlier batches are done
+            i = bisect.bisect_left(matches, end)
+            if i:
+                return matches[i - 1]
+            watched_from = self._watched_from.get(queue)
+            if watched_from is not None and watched_from <= begin:
+                return NOTHING_MATCHES
+            return None
 
     def _settle(self) -> None:
         """Follow until nothing arrives for a moment: the tail then knows the end of the
@@ -203,22 +239,28 @@ def probe(
 
 
 def plan_ranges(
-    options: SourceOptions, start: StreamOffset, end: StreamOffset
+    options: SourceOptions,
+    start: StreamOffset,
+    end: StreamOffset,
+    tails: StreamTails | None = None,
 ) -> list[StreamRangePartition]:
-    """The partitions of a batch: each queue's range cut into ``rowsPerPartition`` pieces."""
+    """The partitions of a batch: each queue's range cut into ``rowsPerPartition`` pieces
+    (with filterValues, one range per queue, where ``tails`` may know the last match)."""
     parts = []
     for queue in options.queues:
         begin, stop = (
             start.positions.get(queue, end.positions.get(queue, 0)),
             end.positions.get(queue, 0),
         )
-        for first in range(begin, stop, options.rows_per_partition):
+        for first, last, stop_at in _pieces(options, tails, queue, begin, stop):
             parts.append(
                 StreamRangePartition(
                     uri=options.uri,
                     queue=queue,
                     start=first,
-                    end=min(first + options.rows_per_partition, stop),
+                    end=last,
+                    stream_filter=options.stream_filter,
+                    stop_at=stop_at,
                     prefetch=options.consumer_prefetch,
                     poll_timeout=options.poll_timeout,
                     max_reconnect_attempts=options.max_reconnect_attempts,
@@ -228,16 +270,39 @@ def plan_ranges(
     return parts
 
 
+def _pieces(
+    options: SourceOptions, tails: StreamTails | None, queue: str, begin: int, stop: int
+) -> Iterator[tuple[int, int, int | None]]:
+    """(first offset, end, the last offset to wait for or None) of each range of a queue.
+    Filtered ranges are not cut: how many rows a stretch of offsets holds is not known, and
+    a reader that does not know its last match waits for quiet at its end."""
+    if options.stream_filter is None:
+        for first in range(begin, stop, options.rows_per_partition):
+            yield first, min(first + options.rows_per_partition, stop), None
+    elif begin < stop:
+        stop_at = None if tails is None else tails.stop_at(queue, begin, stop)
+        if stop_at != NOTHING_MATCHES:
+            yield begin, stop, stop_at
+
+
 def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     """The messages at offsets ``[start, end)`` of a stream queue, as record batches.
 
     Fails (never hangs) when the stream stops delivering before ``end``: offsets below the
     end were seen by the driver, so they must come; a silence of ``pollTimeoutMs`` x 10
     means the stream was truncated or the broker is unwell.
+
+    With a filter the broker passes chunks that cannot match, so the end of the range may
+    never be delivered: the read ends at the last match the driver saw in the range
+    (``stop_at``), else once nothing came for ``pollTimeoutMs``. Each delivery is checked
+    again: only matching messages become rows.
     """
+    wanted = part.stream_filter
 
     def consume_from_start(conn: Connection) -> Channel:
-        arguments = {STREAM_OFFSET_HEADER: part.start}
+        arguments: dict[str, Any] = {STREAM_OFFSET_HEADER: part.start}
+        if wanted is not None:
+            arguments.update(wanted.consume_arguments())
         return consume_on_new_channel(conn, part.queue, "stream", part.prefetch, arguments)
 
     conn, ch = open_with_retry(
@@ -246,9 +311,13 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     try:
         pending: list[Delivery] = []
         last, unacked, ack_every = part.start - 1, 0, max(1, part.prefetch // 2)
-        while last < part.end - 1:
-            d = ch.next_delivery(timeout=part.poll_timeout * 10)
+        last_needed = part.end - 1 if part.stop_at is None else part.stop_at
+        ends_when_quiet = wanted is not None and part.stop_at is None
+        while last < last_needed:
+            d = ch.next_delivery(timeout=part.poll_timeout * (1 if ends_when_quiet else 10))
             if d is None:
+                if ends_when_quiet:
+                    break  # the broker passed the rest of the range: nothing there matches
                 raise TimeoutError(
                     f"amqp source: stream queue {part.queue!r} stopped delivering at offset "
                     f"{last + 1} before the end of the planned range [{part.start}, {part.end})"
@@ -267,7 +336,7 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
                 if first is not None and first > part.start:
                     lost(part.queue, part.start, first, part.fail_on_data_loss)
             last = offset
-            if offset < part.end:
+            if offset < part.end and (wanted is None or wanted.keeps(d.properties)):
                 pending.append(d)
             if len(pending) >= ROWS_PER_RECORD_BATCH:
                 yield to_record_batch(pending, part.queue, with_offsets=True)
