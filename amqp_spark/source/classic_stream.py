@@ -57,7 +57,6 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
 
     def __init__(self, options: SourceOptions) -> None:
         super().__init__(options)
-        self._available_now = False
         #: A once run: the query's checkpoint and the end of its batch.
         self._once: tuple[Path, dict[str, Any]] | None = None
 
@@ -78,7 +77,9 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
             return self._plan_once(consumers, begin)
         consumers.ack_through(begin)  # every batch up to `start` is in Spark's commit log
         limits = self.options.limits.for_batch(limit)
-        return consumers.latest(begin, limits, wait=self._available_now).to_dict()
+        end = consumers.latest(begin, limits, wait=self._available_now)
+        rows = sum(tag - begin.tag(q, end.connection) for q, tag in end.tags.items())
+        return (end if self._admits(limit, rows) else begin).to_dict()
 
     def _plan_once(self, consumers: ClassicConsumers, begin: ClassicOffset) -> dict[str, Any]:
         """The only batch of a once run: everything that arrives (up to the window the

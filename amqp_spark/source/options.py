@@ -33,6 +33,7 @@ from amqp_spark.options import (
 )
 from amqp_spark.source import starting
 from amqp_spark.source.limits import Limits
+from amqp_spark.source.min_rows import DURATION
 from amqp_spark.stream_filter import StreamFilter
 
 _ENDING_ACCEPTED = (
@@ -222,6 +223,28 @@ class SourceOptions:
         details="body bytes per micro-batch at most (`ReadMaxBytes`); a batch always takes at "
         "least one message. For streams estimated from the average body size seen. Both limits may "
         "be given; both apply.",
+    )
+    min_messages_per_trigger: int | None = option(
+        "minMessagesPerTrigger",
+        integers(1),
+        default_doc="none",
+        doc="rows a micro-batch waits for, up to `maxTriggerDelay` (admission control, "
+        "`ReadMinRows`)",
+        details="as Kafka's `minOffsetsPerTrigger`: a micro-batch starts once this many "
+        "messages are there, or once `maxTriggerDelay` passed since the last batch, whichever "
+        "comes first (Spark's `ReadMinRows`). Ignored by AvailableNow and once runs, which read "
+        "what there is. The minimum is compared with the batch the other limits allow "
+        "(classic queues: `maxMessagesPerTrigger`, by default `prefetch / 2` per queue).",
+    )
+    max_trigger_delay: float = option(
+        "maxTriggerDelay",
+        DURATION,
+        default=15 * 60.0,
+        default_doc="`15m`",
+        doc="with `minMessagesPerTrigger`: the longest a batch waits for them",
+        requires=Requires("minMessagesPerTrigger"),
+        details="with `minMessagesPerTrigger`, as Kafka's: the longest wait since the last "
+        "batch before a smaller batch starts (`500ms`, `30s`, `15m`, `1h`).",
     )
     starting_offsets: starting.StartingOffsets = option(
         "startingOffsets",

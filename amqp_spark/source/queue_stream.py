@@ -17,8 +17,9 @@ from types import FrameType
 from typing import Generic, Protocol, TypeVar
 
 from pyspark.sql.datasource import DataSourceStreamReader
-from pyspark.sql.streaming.datasource import ReadLimit, SupportsTriggerAvailableNow
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMinRows, SupportsTriggerAvailableNow
 
+from amqp_spark.source.min_rows import MinRowsGate
 from amqp_spark.source.options import SourceOptions
 
 
@@ -39,6 +40,8 @@ class QueueStream(DataSourceStreamReader, SupportsTriggerAvailableNow, Generic[S
         self.options = options
         self._state: State | None = None  #: made in the runner, by ``_runner_state``
         self._sigterm_installed = False
+        self._available_now = False  #: an AvailableNow run (prepareForTriggerAvailableNow)
+        self._min_rows: MinRowsGate | None = None  #: minMessagesPerTrigger, in the runner
 
     def _new_state(self) -> State:
         raise NotImplementedError
@@ -80,7 +83,19 @@ class QueueStream(DataSourceStreamReader, SupportsTriggerAvailableNow, Generic[S
             signal.signal(signal.SIGTERM, on_sigterm)
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.min_messages_per_trigger is not None:
+            return ReadMinRows(self.options.min_messages_per_trigger)
         return self.options.limits.default_read_limit()
+
+    def _admits(self, limit: ReadLimit, rows: int) -> bool:
+        """Whether a batch of ``rows`` starts now: always, but under ``ReadMinRows``
+        (``minMessagesPerTrigger`` with ``maxTriggerDelay``, see ``min_rows``) outside
+        AvailableNow runs."""
+        if not isinstance(limit, ReadMinRows) or self._available_now:
+            return True
+        if self._min_rows is None:
+            self._min_rows = MinRowsGate(limit.min_rows, self.options.max_trigger_delay)
+        return self._min_rows.admits(rows, limit.min_rows)
 
     def stop(self) -> None:
         """Close the connections (also at SIGTERM: Spark does not call ``stop``)."""

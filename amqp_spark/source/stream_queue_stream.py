@@ -34,11 +34,15 @@ class StreamQueueStream(QueueStream[StreamTails]):
         return self._runner_state().initial().to_dict()
 
     def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
         self._runner_state().limit_to_current_end()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         limits = self.options.limits.for_batch(limit)
-        return self._runner_state().latest(StreamOffset.from_dict(start), limits).to_dict()
+        begin = StreamOffset.from_dict(start)
+        end = self._runner_state().latest(begin, limits)
+        rows = sum(end[q] - begin.positions.get(q, end[q]) for q in end.positions)
+        return (end if self._admits(limit, rows) else begin).to_dict()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: where each queue ends as
