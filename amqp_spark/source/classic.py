@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp_spark.source.connecting import open_with_retry, using_queue
+from amqp_spark.source.delivery_limit import warn_about_delivery_limit
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
@@ -81,6 +82,12 @@ class _Consumer:
     admitted: int = 0
     acked: int = 0  #: the last tag acked
     arrived: list[Delivery] = field(default_factory=list)
+    redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
+
+    def take(self, deliveries: list[Delivery]) -> None:
+        self.arrived += deliveries
+        self.admitted += len(deliveries)
+        self.redelivered += sum(d.redelivered for d in deliveries)
 
     def room(self) -> int:
         """How many more deliveries may be admitted (the AvailableNow budget)."""
@@ -109,6 +116,8 @@ class ClassicConsumers:
         self._depths_at = 0.0
         self._depth_channel: Channel | None = None
         self._depth_questions: dict[str, PendingReply] = {}
+        self._warned = False  #: about quorum queues' delivery limit (once a run)
+        self._redelivered: dict[str, int] = {}  #: per queue, on connections closed before
         # One consumer may have at most CONSUMER_PREFETCH_MAX unacked: a larger window is
         # shared by several consumers on the queue's channel. Their deliveries share the
         # channel's tags, so a batch is still a prefix of one sequence and one ack covers it.
@@ -138,6 +147,9 @@ class ClassicConsumers:
             self._depth_channel, self._depths_at = depth_channel, 0.0
             self.connection_id = uuid.uuid4().hex
             self._ask_depths()  # now, so that the first progress report has an answer
+            if opts.queue_type == "quorum" and not self._warned:
+                self._warned = True
+                warn_about_delivery_limit(queues, conn.server_properties)
 
     def _start_consuming(
         self, conn: Connection
@@ -172,6 +184,8 @@ class ClassicConsumers:
         return queue
 
     def _drop_connection(self) -> None:
+        for queue, consumer in self._consumers.items():
+            self._redelivered[queue] = self._redelivered.get(queue, 0) + consumer.redelivered
         conn, self._conn = self._conn, None
         self._consumers = {}
         self._depth_channel, self._depth_questions = None, {}
@@ -208,8 +222,7 @@ class ClassicConsumers:
                 room = consumer.room()
                 if room > 0:
                     got = consumer.channel.drain_deliveries(max_count=room)
-                    consumer.arrived += got
-                    consumer.admitted += len(got)
+                    consumer.take(got)
                     count += len(got)
         except ClientError:
             self._drop_connection()  # reconnected by the caller's next ensure_open()
@@ -250,8 +263,7 @@ class ClassicConsumers:
             consumer = self._consumers[waiting_on[0]]
             d = consumer.channel.next_delivery(timeout=_WAIT_SLICE)
             if d is not None:
-                consumer.arrived.append(d)
-                consumer.admitted += 1
+                consumer.take([d])
                 idle_since = time.monotonic()
 
     def _broker_still_has(self, queues: list[str]) -> bool:
@@ -383,6 +395,15 @@ class ClassicConsumers:
             return {
                 q: {"ready": self._depths.get(q), "unacked": unacked.get(q, 0)} for q in self.queues
             }
+
+    def redelivered(self) -> dict[str, int]:
+        """Per queue, the deliveries this run received marked redelivered: returns of
+        earlier runs (or of other consumers), which count towards a delivery limit."""
+        with self._lock:
+            counts = dict(self._redelivered)
+            for queue, consumer in self._consumers.items():
+                counts[queue] = counts.get(queue, 0) + consumer.redelivered
+            return {q: counts.get(q, 0) for q in self.queues}
 
     def _ask_depths(self) -> None:
         """Take the broker's answers to the depth questions asked before and, once all are

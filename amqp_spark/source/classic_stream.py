@@ -95,10 +95,16 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: per queue the messages ready
-        on the broker and those received but not yet acked."""
+        on the broker and those received but not yet acked, and the redelivered messages
+        received in this run (see ``delivery_limit``)."""
         if self._state is None:
             return None
-        return {"kind": "classic", "messagesWaiting": self._state.waiting()}
+        state = self._state
+        return {
+            "kind": "classic",
+            "messagesWaiting": state.waiting(),
+            "redelivered": state.redelivered(),
+        }
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         consumers = self._runner_state()
