@@ -133,3 +133,19 @@ def test_classic_batch_below_the_minimum_starts_after_max_trigger_delay(
     wait_until(lambda: sizes, 120, "the delayed batch")
     assert sizes == [4]
     assert time.monotonic() - started >= 4
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_an_available_now_run_reads_what_there_is_below_the_minimum(
+    broker: Broker, queries: Queries, stream_queue: str
+) -> None:
+    broker.publish(stream_queue, bodies(5))
+    opts = stream_options(
+        broker, stream_queue, startingOffsets="first", minMessagesPerTrigger="100"
+    )
+
+    rows, sizes = queries.collect_available_now(opts)
+
+    assert sorted(r.body for r in rows) == bodies(5)
+    assert sizes == [5]
