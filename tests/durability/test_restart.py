@@ -182,6 +182,31 @@ def test_stream_keeps_its_log_and_offsets_across_restart(tmp_path: Path) -> None
         assert received == [(i, b"e%d" % i) for i in range(101)]
 
 
+def test_stream_chunk_filters_survive_a_restart(tmp_path: Path) -> None:
+    """The chunk filters are stored in the log: after a restart a filtered consumer still
+    gets only the chunks that may match (each publish a chunk of its own: confirm awaited)."""
+    data = str(tmp_path / "data")
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        ch.queue_declare("tagged", durable=True, arguments={"x-queue-type": "stream"})
+        ch.confirm_delivery()
+        for i, value in enumerate(["a", "b", "a", "b"]):
+            headers = {"x-stream-filter-value": value}
+            ch.basic_publish(
+                "", "tagged", b"%s%d" % (value.encode(), i), pika.BasicProperties(headers=headers)
+            )
+    with Broker(data_dir=data) as broker, connect(broker) as conn:
+        ch = conn.channel()
+        ch.basic_qos(prefetch_count=10)
+        arguments = {"x-stream-offset": "first", "x-stream-filter": "b"}
+        received = []
+        for method, _, body in ch.consume("tagged", inactivity_timeout=1, arguments=arguments):
+            if method is None:
+                break
+            received.append(body)
+        assert received == [b"b1", b"b3"]
+
+
 class _SlowSync:
     """Wraps os.fdatasync: each call takes ``delay`` longer and is recorded with its end."""
 
