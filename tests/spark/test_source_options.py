@@ -37,6 +37,13 @@ def parse(**options: str) -> SourceOptions:
         ({"queue": "q", "bindingKeys": "k"}, "bindingKeys", "only with 'exchange'"),
         ({"queue": "q", "maxMessagesPerTriger": "5"}, "maxmessagespertriger", "did you mean"),
         ({"queue": "q", "startingOffsets": "first"}, "startingOffsets", "queueType 'stream'"),
+        ({"queue": "q", "filterValues": "eu"}, "filterValues", "queueType 'stream'"),
+        (
+            {"queue": "s", "queueType": "stream", "matchUnfiltered": "true"},
+            "matchUnfiltered",
+            "only with 'filterValues'",
+        ),
+        ({"queue": "s", "queueType": "stream", "filterValues": "eu,"}, "filterValues", "names"),
         ({"queue": "q", "endingOffsets": "next"}, "endingOffsets", "queueType 'stream'"),
         ({"exchange": "x", "queueType": "stream"}, "exchange", "queueType 'classic'"),
         (
