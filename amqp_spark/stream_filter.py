@@ -37,3 +37,20 @@ class StreamFilter:
         if value is None:
             return self.match_unfiltered
         return value in self.values
+
+
+def rabbitmq_without_filtering(server_properties: Mapping[str, Any]) -> str | None:
+    """The version of a RabbitMQ older than 3.13 (it ignores the filter arguments and
+    delivers everything), None for any other server."""
+    product, version = server_properties.get("product"), server_properties.get("version")
+    if isinstance(product, bytes):
+        product = product.decode(errors="replace")
+    if isinstance(version, bytes):
+        version = version.decode(errors="replace")
+    if product != "RabbitMQ" or not isinstance(version, str):
+        return None
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return None
+    return version if (major, minor) < (3, 13) else None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
+import logging
 import threading
 import time
 from array import array
@@ -35,9 +36,12 @@ from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.starting import Exactly, First, Last, Next, QueueStart
+from amqp_spark.stream_filter import rabbitmq_without_filtering
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
+
+log = logging.getLogger("amqp_spark.source")
 
 #: Rows per record batch an executor yields while reading a range.
 ROWS_PER_RECORD_BATCH = 10_000
@@ -87,6 +91,14 @@ class StreamTails:
         self._conn, self._tails = open_with_retry(
             opts.uri, opts.max_reconnect_attempts, "stream positions", follow_tails
         )
+        old = rabbitmq_without_filtering(self._conn.server_properties)
+        if self._filter is not None and old is not None:
+            log.warning(
+                "amqp source: RabbitMQ %s ignores stream filters (3.13+): filterValues %s "
+                "still gives only matching rows, but every message of the streams is read",
+                old,
+                ",".join(self._filter.values),
+            )
         self._settle()
 
     def _follow(self) -> int:

@@ -1,14 +1,18 @@
 """How filtered stream ranges are planned, in-process: the driver's tail notes the matching
 offsets it sees, and a range ends at its last match, is dropped when the tail saw it all
-without one, or ends when quiet when the tail did not see all of it."""
+without one, or ends when quiet when the tail did not see all of it. And which servers
+ignore filters (the source then warns)."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.streams import StreamTails, plan_ranges
+from amqp_spark.stream_filter import rabbitmq_without_filtering
 
 OPTIONS = SourceOptions.parse(
     {
@@ -53,3 +57,18 @@ def test_without_a_tail_a_filtered_range_ends_when_quiet() -> None:
     parts = plan_ranges(OPTIONS, StreamOffset({"s": 0}), StreamOffset({"s": 9}))
     assert [(p.start, p.end, p.stop_at) for p in parts] == [(0, 9, None)]
     assert parts[0].stream_filter is not None and parts[0].stream_filter.values == ("eu",)
+
+
+@pytest.mark.parametrize(
+    ("server", "old"),
+    [
+        ({"product": "RabbitMQ", "version": "3.10.8"}, "3.10.8"),
+        ({"product": "RabbitMQ", "version": "3.13.0"}, None),
+        ({"product": "RabbitMQ", "version": "4.0.5"}, None),
+        ({"product": "amqp-spark broker", "version": "0.1.0"}, None),
+    ],
+)
+def test_a_rabbitmq_before_3_13_is_known_to_ignore_filters(
+    server: dict[str, str], old: str | None
+) -> None:
+    assert rabbitmq_without_filtering(server) == old
