@@ -30,9 +30,10 @@ FILTER_ARGUMENT = "x-stream-filter"
 MATCH_UNFILTERED_ARGUMENT = "x-stream-match-unfiltered"
 #: The value a message without ``x-stream-filter-value`` counts as in a chunk's filter.
 UNFILTERED = ""
-#: Bytes of a chunk's Bloom filter: Osiris's default (``x-stream-filter-size-bytes``, 16).
+#: Bytes of a chunk's Bloom filter: Osiris's default; the queue argument
+#: ``x-stream-filter-size-bytes`` sets another in ``FILTER_BYTES_RANGE``.
 FILTER_BYTES = 16
-_BITS = FILTER_BYTES * 8
+FILTER_BYTES_RANGE = range(16, 256)
 _HASHES = 3
 
 
@@ -41,20 +42,20 @@ class InvalidFilter(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def _bit_positions(value: str) -> tuple[int, ...]:
-    """The filter bits of ``value`` (double hashing of one 64-bit digest)."""
+def _bit_positions(value: str, bits: int) -> tuple[int, ...]:
+    """The bits of ``value`` in a filter of ``bits`` (double hashing of a 64-bit digest)."""
     digest = hashlib.blake2b(value.encode("utf-8"), digest_size=8).digest()
     h1, h2 = int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:], "little") | 1
-    return tuple((h1 + i * h2) % _BITS for i in range(_HASHES))
+    return tuple((h1 + i * h2) % bits for i in range(_HASHES))
 
 
-def chunk_filter(values: Iterable[str]) -> bytes:
-    """The Bloom filter of a chunk whose messages have these filter values."""
+def chunk_filter(values: Iterable[str], size: int = FILTER_BYTES) -> bytes:
+    """The Bloom filter (``size`` bytes) of a chunk whose messages have these values."""
     bits = 0
     for value in set(values):
-        for position in _bit_positions(value):
+        for position in _bit_positions(value, size * 8):
             bits |= 1 << position
-    return bits.to_bytes(FILTER_BYTES, "little")
+    return bits.to_bytes(size, "little")
 
 
 def may_contain(filter_bytes: bytes, value: str) -> bool:
@@ -63,7 +64,7 @@ def may_contain(filter_bytes: bytes, value: str) -> bool:
     if not filter_bytes:
         return True
     bits = int.from_bytes(filter_bytes, "little")
-    return all(bits >> position & 1 for position in _bit_positions(value))
+    return all(bits >> position & 1 for position in _bit_positions(value, len(filter_bytes) * 8))
 
 
 def filter_value_of(headers: Mapping[str, Any] | None) -> str:

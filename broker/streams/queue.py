@@ -31,6 +31,8 @@ from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue
 from ..store.message_codec import encode_message
 from .chunk_filter import (
+    FILTER_BYTES,
+    FILTER_BYTES_RANGE,
     ConsumerFilter,
     InvalidFilter,
     chunk_filter,
@@ -134,6 +136,13 @@ class StreamSettings:
         if self.max_segment_bytes is not None and self.max_segment_bytes > MAX_SEGMENT_BYTES_LIMIT:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - Exceeded max value for x-stream-max-segment-size-bytes"
+            )
+        self.filter_bytes = args.get("x-stream-filter-size-bytes", FILTER_BYTES)
+        size = self.filter_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or size not in FILTER_BYTES_RANGE:
+            # (sic: two spaces, as RabbitMQ 4.0.5 answers)
+            raise errors.PreconditionFailed(
+                "PRECONDITION_FAILED - Invalid value for  x-stream-filter-size-bytes"
             )
         self.max_age_ms: int | None = None
         max_age = args.get("x-max-age")
@@ -253,7 +262,8 @@ class StreamQueue(Queue):
         values, self._pending_filter_values = self._pending_filter_values, []
         for start in range(0, len(pending), MAX_CHUNK_RECORDS):
             end = start + MAX_CHUNK_RECORDS
-            self.log.append(pending[start:end], filter_bytes=chunk_filter(values[start:end]))
+            filter_bytes = chunk_filter(values[start:end], self.stream_settings.filter_bytes)
+            self.log.append(pending[start:end], filter_bytes=filter_bytes)
         if self.vhost.store.durable:
             self.log.sync_data()
         if self.consumers:

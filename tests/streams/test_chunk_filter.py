@@ -38,6 +38,12 @@ def test_a_chunk_filter_of_one_value_rejects_almost_every_other() -> None:
     assert false_positives < 2000 * 0.02  # 3 bits of 128 set: about 1 in 600,000 expected
 
 
+def test_a_larger_filter_holds_its_values_in_more_bits() -> None:
+    filter_bytes = chunk_filter(["a", "b"], size=64)
+    assert len(filter_bytes) == 64
+    assert may_contain(filter_bytes, "a") and may_contain(filter_bytes, "b")
+
+
 def test_an_empty_filter_is_a_chunk_from_before_filters_and_matches_everything() -> None:
     assert ConsumerFilter(("a",)).matches_chunk(b"")
 

@@ -17,7 +17,7 @@ import pika
 import pytest
 from pika.exceptions import ConnectionClosedByBroker
 
-from .test_stream_semantics import Consumer, stream
+from .test_stream_semantics import Consumer, declare_error, name, stream
 
 __all__ = ["stream"]
 
@@ -139,3 +139,33 @@ def test_a_filter_array_without_a_string_closes_the_connection_with_541(
     with pytest.raises(ConnectionClosedByBroker) as closed:
         ch.basic_consume(stream, lambda *a: None, arguments=args)
     assert (closed.value.reply_code, closed.value.reply_text) == (541, "INTERNAL_ERROR")
+
+
+@pytest.mark.parametrize("size", [15, 256, 0, "32"])
+def test_a_filter_size_outside_16_to_255_bytes_is_refused(broker_url: str, size: Any) -> None:
+    arguments = {"x-queue-type": "stream", "x-stream-filter-size-bytes": size}
+    assert declare_error(broker_url, queue=name(), durable=True, arguments=arguments) == (
+        406,
+        "PRECONDITION_FAILED - Invalid value for  x-stream-filter-size-bytes",
+    )
+
+
+@pytest.mark.parametrize("size", [16, 255])
+def test_a_stream_with_a_larger_filter_filters_the_same(
+    connection: pika.BlockingConnection, size: int
+) -> None:
+    queue = name()
+    ch = connection.channel()
+    ch.queue_declare(
+        queue,
+        durable=True,
+        arguments={"x-queue-type": "stream", "x-stream-filter-size-bytes": size},
+    )
+    try:
+        publish_tagged(connection, queue, MESSAGES)
+        consumer = filtered(connection, queue, {"x-stream-filter": "b"})
+        consumer.wait(1)
+        consumer.settle(0.3)
+        assert bodies(consumer) == ["b1"]
+    finally:
+        ch.queue_delete(queue)
