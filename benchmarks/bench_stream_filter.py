@@ -8,8 +8,9 @@ consumer reads it from ``first`` with ``x-stream-filter: hot`` until the last ho
 and another reads all of it; both with the connector's client, prefetch 2,000, checking
 each delivery's filter value as the source does. The figure is the time of each read;
 "reference" is the read of everything on the same broker, so the ratio is the share of the
-full read's time a filtered read costs. Run for the bundled broker (on a data directory)
-and RabbitMQ 4 when one can be had.
+full read's time a filtered read costs. The same two reads are then made by the connector,
+as Spark batch reads (``filterValues=hot`` against no filter, rows counted). Run for the
+bundled broker (on a data directory) and RabbitMQ 4 when one can be had.
 """
 
 from __future__ import annotations
@@ -19,14 +20,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import connect
+from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.source.arrow import stream_offset_of
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER, StreamFilter
 from benchmarks.common import Row, row
 from tests.durability.broker_process import BrokerProcess
 from tests.support.rabbitmq import RabbitMQUnavailable, rabbitmq
+from tests.support.spark import local_session
 
 Properties = SPEC_0_9_1.properties("basic")
 EVERY = 100  #: one message in EVERY is hot: 1%
@@ -81,7 +85,18 @@ def read_seconds(url: str, queue: str, last: int, wanted: StreamFilter | None) -
         conn.close()
 
 
-def measure(url: str, messages: int) -> tuple[float, float]:
+def spark_seconds(spark: Any, url: str, queue: str, filter_values: str | None) -> tuple[float, int]:
+    """Seconds of a Spark batch read of the whole stream, and its row count."""
+    reader = spark.read.format("amqp").option("uri", url).option("queue", queue)
+    reader = reader.option("queueType", "stream")
+    if filter_values is not None:
+        reader = reader.option("filterValues", filter_values)
+    began = time.perf_counter()
+    rows = reader.load().count()
+    return time.perf_counter() - began, rows
+
+
+def measure(spark: Any, url: str, messages: int) -> dict[str, tuple[float, float]]:
     queue = f"bench-filter-{time.time_ns()}"
     fill(url, queue, messages)
     try:
@@ -89,29 +104,38 @@ def measure(url: str, messages: int) -> tuple[float, float]:
         filtered, kept = read_seconds(url, queue, hot[-1], StreamFilter(("hot",)))
         assert kept == len(hot), (kept, len(hot))
         everything, _ = read_seconds(url, queue, messages - 1, None)
-        return filtered, everything
+        spark_seconds(spark, url, queue, "hot")  # warm-up: Python workers, JIT (untimed)
+        spark_filtered, rows = spark_seconds(spark, url, queue, "hot")
+        assert rows == len(hot), (rows, len(hot))
+        spark_everything, rows = spark_seconds(spark, url, queue, None)
+        assert rows == messages, (rows, messages)
+        return {"client": (filtered, everything), "Spark": (spark_filtered, spark_everything)}
     finally:
         conn = connect(url)
         conn.channel().queue_delete(queue)
         conn.close()
 
 
+def _rows(broker: str, messages: int, times: dict[str, tuple[float, float]]) -> list[Row]:
+    return [
+        row(f"{broker}, {how}: read 1% of {messages:,} by filter vs all", "s", *t, "read all")
+        for how, t in times.items()
+    ]
+
+
 def run(quick: bool) -> list[Row]:
     messages = 100_000 if quick else 1_000_000
     rows = []
-    with (
-        tempfile.TemporaryDirectory() as d,
-        BrokerProcess(Path(d) / "data", "--log-level", "WARNING") as broker,
-    ):
-        ours = measure(broker.url, messages)
-    rows.append(
-        row(f"bundled broker: read 1% of {messages:,} by filter vs all", "s", *ours, "read all")
-    )
-    with contextlib.suppress(RabbitMQUnavailable), rabbitmq() as url:
-        theirs = measure(url, messages)
-        rows.append(
-            row(f"RabbitMQ 4: read 1% of {messages:,} by filter vs all", "s", *theirs, "read all")
-        )
+    with tempfile.TemporaryDirectory(prefix="bench-filter-") as scratch:
+        spark = local_session(Path(scratch))
+        spark.dataSource.register(AMQPDataSource)
+        try:
+            with BrokerProcess(Path(scratch) / "data", "--log-level", "WARNING") as broker:
+                rows += _rows("bundled broker", messages, measure(spark, broker.url, messages))
+            with contextlib.suppress(RabbitMQUnavailable), rabbitmq() as url:
+                rows += _rows("RabbitMQ 4", messages, measure(spark, url, messages))
+        finally:
+            spark.stop()
     return rows
 
 
