@@ -53,23 +53,21 @@ ensure_rabbitmq() {
 ensure_rabbitmq "RabbitMQ 4" AMQP_SPARK_RABBITMQ_URL scripts/install-rabbitmq4.sh
 ensure_rabbitmq "RabbitMQ 3.10" AMQP_SPARK_RABBITMQ3_URL scripts/install-rabbitmq.sh
 
-step "ensure Node.js and npm (the amqplib client's test)"
-if ! bash scripts/install-node.sh >&2; then
-    if [ "${CI:-}" = true ]; then
-        failed+=("Node.js and npm install")
-    else
-        echo "warning: no node and npm; the amqplib test will be skipped" >&2
+# Programs single tests need, from apt: node and npm run the amqplib client's test (node
+# alone is not enough: the test installs amqplib with npm), chromium the console's browser test.
+ensure_tool() {
+    local purpose=$1
+    step "ensure ${*:3} ($purpose)"
+    if ! bash scripts/install-apt-tool.sh "$@" >&2; then
+        if [ "${CI:-}" = true ]; then
+            failed+=("$2 install")
+        else
+            echo "warning: no $2; $purpose will be skipped" >&2
+        fi
     fi
-fi
-
-step "ensure chromium (the management console's browser test)"
-if ! bash scripts/install-chromium.sh >&2; then
-    if [ "${CI:-}" = true ]; then
-        failed+=("chromium install")
-    else
-        echo "warning: no chromium; the console's browser test will be skipped" >&2
-    fi
-fi
+}
+ensure_tool "the amqplib client's test" npm nodejs npm
+ensure_tool "the management console's browser test" chromium chromium
 
 step "pytest $*"
 rc=0

@@ -99,7 +99,8 @@ def test_kombu_py_amqp_producer_and_consumer(broker_url: str, name: str) -> None
 def amqplib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         _fail_in_ci_else_skip(
-            "node and npm are needed for the amqplib smoke test (bash scripts/install-node.sh)"
+            "node and npm are needed for the amqplib smoke test "
+            "(as root: bash scripts/install-apt-tool.sh amqplib npm nodejs npm)"
         )
     work = tmp_path_factory.mktemp("amqplib")
     for f in ("package.json", "smoke.js"):

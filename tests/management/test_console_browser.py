@@ -1,5 +1,5 @@
 """The web console in a real browser (Debian's chromium, headless, installed by
-scripts/install-chromium.sh): log in, then the overview, queues, a queue's page (get and
+scripts/install-apt-tool.sh): log in, then the overview, queues, a queue's page (get and
 publish), connections (close one), users and definitions, each saved as a screenshot under
 ``$AMQP_SPARK_ARTIFACTS/console`` (default ``test-artifacts/console``)."""
 
@@ -91,7 +91,7 @@ async def _drive(broker: Broker, api: Api) -> None:
 
 def test_the_console_shows_and_steers_the_broker_in_chromium(broker: Broker, api: Api) -> None:
     if chromium_path() is None:
-        reason = "chromium is missing (scripts/install-chromium.sh installs it)"
+        reason = "chromium is missing (scripts/install-apt-tool.sh installs it)"
         if in_ci():
             pytest.fail(reason)
         pytest.skip(reason)
