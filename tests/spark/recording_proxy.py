@@ -19,6 +19,7 @@ _METHOD_FRAME = 1
 #: (class id, method id) of the methods tests look for.
 BASIC_ACK = (60, 80)
 CONNECTION_CLOSE = (10, 50)
+QUEUE_DECLARE = (50, 10)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,13 @@ from amqp_spark.source.queue_stream import QueueStream
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies
-from tests.spark.recording_proxy import BASIC_ACK, CONNECTION_CLOSE, RecordingProxy, SentMethod
+from tests.spark.recording_proxy import (
+    BASIC_ACK,
+    CONNECTION_CLOSE,
+    QUEUE_DECLARE,
+    RecordingProxy,
+    SentMethod,
+)
 
 
 def offset_reaching(
@@ -96,7 +102,14 @@ def test_commit_acks_each_queues_batch_with_one_multiple_ack_and_nothing_else(
     reader.commit(end)
     reader.stop()
 
-    after_commit = only_connection(proxy)[sent_before:]
+    # Progress questions (passive queue.declare on the depth channel, asked by latestOffset
+    # and written by the client's I/O thread, so possibly after `sent_before` was counted)
+    # are not settlements: what is left must be the two acks and the close.
+    after_commit = [
+        m
+        for m in only_connection(proxy)[sent_before:]
+        if (m.class_id, m.method_id) != QUEUE_DECLARE
+    ]
     assert sorted((tag, multiple) for _, tag, multiple in acks(after_commit)) == [
         (5, True),
         (7, True),

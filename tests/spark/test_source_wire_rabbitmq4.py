@@ -13,10 +13,9 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 from amqp_spark.source.queue_stream import QueueStream
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies
-from tests.spark.recording_proxy import RecordingProxy, SentMethod
+from tests.spark.recording_proxy import QUEUE_DECLARE, RecordingProxy, SentMethod
 
 BASIC_QOS = (60, 10)
-QUEUE_DECLARE = (50, 10)
 
 
 def qos_is_global(method: SentMethod) -> bool:
