@@ -127,6 +127,20 @@ def _run(cmd: list[str], **kwargs: object) -> None:
     subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, **kwargs)  # type: ignore[call-overload]
 
 
+def _extract(archive: tarfile.TarFile, folder: Path) -> None:
+    """Unpack an sdist with tarfile's "data" filter, or, on Pythons that have no filters
+    (before 3.11.4; Debian bookworm's is 3.11.2), after the same refusals made by hand:
+    no links, devices, absolute names or names that climb out of ``folder``."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(folder, filter="data")
+        return
+    for member in archive.getmembers():
+        name = Path(member.name)
+        if not (member.isfile() or member.isdir()) or name.is_absolute() or ".." in name.parts:
+            raise RuntimeError(f"refusing to unpack {member.name!r} from {archive.name!r}")
+    archive.extractall(folder)  # every member checked above
+
+
 def install(suite: Suite, cache: Path) -> tuple[Path, Path]:
     """The suite's venv python and its unpacked sdist (built once, kept in ``cache``)."""
     home = cache / suite.key
@@ -145,7 +159,7 @@ def install(suite: Suite, cache: Path) -> tuple[Path, Path]:
     )
     (sdist,) = (home / "src").glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
-        archive.extractall(home / "src", filter="data")
+        _extract(archive, home / "src")
     _run([sys.executable, "-m", "venv", str(home / "venv")])
     _run([str(python), "-m", "pip", "install", "-q", pin, *suite.requirements])
     stamp.write_text(f"{pin} {' '.join(suite.requirements)}\n")
