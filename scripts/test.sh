@@ -34,40 +34,35 @@ else
     step "mypy: no Python packages yet, nothing to check"
 fi
 
-# Two RabbitMQs: 4 (the reference every [rabbitmq] test runs against, from a trixie root)
-# and 3.10 (from bookworm's apt; the connector's tests run against it too).
-ensure_rabbitmq() {
-    local name=$1 url_variable=$2 script=$3
-    if [ -n "${!url_variable:-}" ]; then
-        return
-    fi
+# ensure NAME WHAT_IS_SKIPPED COMMAND...: run an install step; in CI its failure fails the
+# run, elsewhere it is a warning and the tests that need NAME skip, saying why.
+ensure() {
+    local name=$1 skipped=$2
+    shift 2
     step "ensure $name"
-    if ! bash "$script" >&2; then
+    if ! "$@" >&2; then
         if [ "${CI:-}" = true ]; then
             failed+=("$name install")
         else
-            echo "warning: no $name; the tests that need it will be skipped" >&2
+            echo "warning: no $name; $skipped will be skipped" >&2
         fi
     fi
 }
-ensure_rabbitmq "RabbitMQ 4" AMQP_SPARK_RABBITMQ_URL scripts/install-rabbitmq4.sh
-ensure_rabbitmq "RabbitMQ 3.10" AMQP_SPARK_RABBITMQ3_URL scripts/install-rabbitmq.sh
+
+# Two RabbitMQs: 4 (the reference every [rabbitmq] test runs against, from a trixie root)
+# and 3.10 (from bookworm's apt; the connector's tests run against it too), unless a URL names
+# one to use instead.
+[ -n "${AMQP_SPARK_RABBITMQ_URL:-}" ] ||
+    ensure "RabbitMQ 4" "the tests that need it" bash scripts/install-rabbitmq4.sh
+[ -n "${AMQP_SPARK_RABBITMQ3_URL:-}" ] ||
+    ensure "RabbitMQ 3.10" "the tests that need it" bash scripts/install-rabbitmq.sh
 
 # Programs single tests need, from apt: node and npm run the amqplib client's test (node
 # alone is not enough: the test installs amqplib with npm), chromium the console's browser test.
-ensure_tool() {
-    local purpose=$1
-    step "ensure ${*:3} ($purpose)"
-    if ! bash scripts/install-apt-tool.sh "$@" >&2; then
-        if [ "${CI:-}" = true ]; then
-            failed+=("$2 install")
-        else
-            echo "warning: no $2; $purpose will be skipped" >&2
-        fi
-    fi
-}
-ensure_tool "the amqplib client's test" npm nodejs npm
-ensure_tool "the management console's browser test" chromium chromium
+ensure npm "the amqplib client's test" \
+    bash scripts/install-apt-tool.sh "the amqplib client's test" npm nodejs npm
+ensure chromium "the management console's browser test" \
+    bash scripts/install-apt-tool.sh "the console's browser test" chromium chromium
 
 step "pytest $*"
 rc=0
