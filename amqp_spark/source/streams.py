@@ -203,14 +203,24 @@ class StreamTails:
         return end if found is None else min(found, end)
 
     def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
-        assert self._conn is not None
-        return probe(self._conn, queue, spec, self._options.poll_timeout)
+        """``probe`` on the driver's connection, reopened (bounded retries) when the probe
+        is the first to find that connection dead, as after a network cut."""
+        from amqp_spark.client import ConnectionClosed
+
+        with self._lock:
+            self._ensure_open()
+            assert self._conn is not None
+            try:
+                return probe(self._conn, queue, spec, self._options.poll_timeout)
+            except ConnectionClosed:
+                self._conn = None
+                self._ensure_open()
+                assert self._conn is not None
+                return probe(self._conn, queue, spec, self._options.poll_timeout)
 
     def first_available(self, queue: str) -> int | None:
         """The first offset ``queue`` still holds (None: it holds none)."""
-        with self._lock:
-            self._ensure_open()
-            return self._probe(queue, "first")
+        return self._probe(queue, "first")
 
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes

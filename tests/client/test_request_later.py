@@ -15,8 +15,11 @@ pytestmark = pytest.mark.timeout(60)
 def test_a_request_sent_now_is_answered_later(connection: Connection) -> None:
     with connection.channel() as ch:
         queue = str(ch.queue_declare("", exclusive=True).queue)
+        ch.confirm_select()
         ch.basic_publish_batch("", [(queue, b"x", None)] * 3)
-        ch.queue_declare(queue, passive=True)  # the publishes are in before the question
+        # Confirmed means enqueued: RabbitMQ routes publishes to the queue process
+        # asynchronously, so without confirms a later question can count fewer.
+        ch.wait_for_confirms()
 
         pending = ch.request_later("queue.declare", queue=queue, passive=True)
         deadline = time.monotonic() + 10

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.spark.broker_state import ready_once_unconsumed
-from tests.spark.conftest import Broker, Queries
+from tests.spark.conftest import Broker, Queries, ReaderFactory
 from tests.spark.inputs import bodies
 from tests.spark.progress import wait_until
 from tests.spark.recording_proxy import RecordingProxy
@@ -68,3 +68,22 @@ def test_stream_queue_loses_and_repeats_nothing_when_the_connection_dies(
     assert sorted(got) == [
         (i, body, False) for i, body in enumerate(bodies(20, "before") + bodies(20, "after"))
     ]
+
+
+def test_stream_batch_is_planned_when_the_driver_connection_was_cut_just_before(
+    broker: Broker, runner_reader_of: ReaderFactory, stream_queue: str
+) -> None:
+    """Planning asks the stream where it begins (data-loss check) on the driver's connection;
+    when that connection died a moment before, the probe is the first to find out, and the
+    reader reconnects instead of failing the batch (as a CI run on RabbitMQ 4 once did)."""
+    broker.publish(stream_queue, bodies(20, "before"))
+    reader, proxy = runner_reader_of(
+        queue=stream_queue, queueType="stream", startingOffsets="first"
+    )
+    start = reader.initialOffset()
+
+    proxy.cut()
+    parts = reader.partitions(start, {"kind": "stream", "queues": {stream_queue: 20}})
+
+    assert [(p.start, p.end) for p in parts] == [(0, 20)]
+    assert len(proxy.methods_sent()) > 1, "no connection was made after the cut"
