@@ -469,8 +469,7 @@ class Connection:
             return None
         partial = self._partials.get(channel)
         if partial is not None:
-            raise _error(
-                505,
+            raise self._out_of_sequence(
                 f"{cls.NAME} arrived while content of {partial.method.NAME} was incomplete",
                 method,
             )
@@ -558,18 +557,27 @@ class Connection:
     def _discarding(self, channel: int) -> bool:
         return self.closing or channel in self._closing_channels
 
+    def _out_of_sequence(self, text: str, method: Method | None = None) -> errors.AMQPError:
+        """The error of a frame out of sequence (content without its method, a method in the
+        middle of content): 505 unexpected-frame, the code of 0-9-1 that the broker gives in
+        0-9 and 0-8 too, as RabbitMQ does; the 0-10 draft has no 505 and names an invalid
+        sequence of frames 503 command-invalid."""
+        draft = self.spec is not None and "frame-request" in self.spec.constants
+        return _error(503 if draft else 505, text, method)
+
     def _header_frame(self, channel: int, payload: bytes) -> Event | None:
         partial = self._partials.get(channel)
         if partial is None or partial.properties is not None:
             if self._discarding(channel):
                 return None
-            raise _error(505, f"content header on channel {channel} without a content method")
+            raise self._out_of_sequence(
+                f"content header on channel {channel} without a content method"
+            )
         if len(payload) < 14:
             raise _error(502, "content header truncated", partial.method)
         class_id, _weight, size = _CONTENT_HEADER.unpack_from(payload, 0)
         if class_id != partial.method.CLASS_ID:
-            raise _error(
-                505,
+            raise self._out_of_sequence(
                 f"content header of class {class_id} after {partial.method.NAME}",
                 partial.method,
             )
@@ -596,7 +604,9 @@ class Connection:
         if partial is None or partial.properties is None:
             if self._discarding(channel):
                 return None
-            raise _error(505, f"content body on channel {channel} without a content header")
+            raise self._out_of_sequence(
+                f"content body on channel {channel} without a content header"
+            )
         if not payload and self.spec is not None and self.spec.version != (0, 9, 1):
             # 0-9's cancel frame (rule basic.reject:01): the sender gave up this content.
             del self._partials[channel]

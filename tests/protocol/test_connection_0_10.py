@@ -234,6 +234,19 @@ VIOLATIONS = {
         _frame(1, 1, struct.pack(">HHIHI", 20, 110, 0, 4, 1)),
     ),
     "method on a channel without a session": (504, _frame(1, 3, _TRANSFER)),
+    # The draft has no 505 unexpected-frame: a frame out of sequence is 503 command-invalid.
+    "content header without its method": (
+        503,
+        _frame(2, 1, SPEC.properties("basic")().encode_header(3)),
+    ),
+    "content body without its header": (
+        503,
+        _frame(1, 1, _method("basic.publish").encode()) + _frame(3, 1, b"abc"),
+    ),
+    "method in the middle of content": (
+        503,
+        _frame(1, 1, _method("basic.publish").encode()) + _frame(1, 1, _TRANSFER),
+    ),
 }
 
 
