@@ -151,9 +151,7 @@ class Connection:
         """0-10 draft: ``method`` in a frame-request. A content-bearing method's header and
         body frames are the caller's to follow it with (``send_content`` writes a method
         frame)."""
-        return self._send_wrapped(
-            frames.REQUEST, channel, method, _REQUEST_IDS.pack(request_id, response_mark, 0)
-        )
+        return self._send_wrapped(frames.REQUEST, channel, method, (request_id, response_mark, 0))
 
     def send_response(
         self,
@@ -166,19 +164,22 @@ class Connection:
         """0-10 draft: ``method`` in a frame-response answering the requests ``request_id``
         to ``request_id + batch_offset``."""
         return self._send_wrapped(
-            frames.RESPONSE,
-            channel,
-            method,
-            _REQUEST_IDS.pack(response_id, request_id, batch_offset),
+            frames.RESPONSE, channel, method, (response_id, request_id, batch_offset)
         )
 
-    def _send_wrapped(self, frame_type: int, channel: int, method: Method, ids: bytes) -> bytes:
-        if self.spec is None or "frame-request" not in self.spec.constants:
+    def _send_wrapped(
+        self, frame_type: int, channel: int, method: Method, ids: tuple[int, int, int]
+    ) -> bytes:
+        if self.spec is None or not self.spec.has_request_frames:
             label = self.spec.label if self.spec is not None else "an unnegotiated connection"
             raise ValueError(f"AMQP {label} has no request or response frames")
+        try:
+            packed = _REQUEST_IDS.pack(*ids)
+        except struct.error as exc:
+            raise _error(502, f"request or response frame ids {ids}: {exc}", method) from None
         if method.CLASS_ID <= LIFE_CYCLE_CLASSES:
             self._track(channel, method.NAME, sent=True)
-        payload = ids + method.encode()
+        payload = packed + method.encode()
         return _FRAME_HEAD.pack(frame_type, channel, len(payload)) + payload + b"\xce"
 
     def send_content(
@@ -417,10 +418,7 @@ class Connection:
         assert self.spec is not None
         if frames.OOB_METHOD <= frame_type <= frames.TRACE and self.spec.version != (0, 9, 1):
             return OtherFrameReceived(frame_type, channel, payload)
-        if (
-            frame_type in (frames.REQUEST, frames.RESPONSE)
-            and "frame-request" in self.spec.constants
-        ):
+        if frame_type in (frames.REQUEST, frames.RESPONSE) and self.spec.has_request_frames:
             return self._wrapped_method_frame(frame_type, channel, payload)
         raise _error(501, f"unknown frame type {frame_type}")
 
@@ -562,7 +560,7 @@ class Connection:
         middle of content): 505 unexpected-frame, the code of 0-9-1 that the broker gives in
         0-9 and 0-8 too, as RabbitMQ does; the 0-10 draft has no 505 and names an invalid
         sequence of frames 503 command-invalid."""
-        draft = self.spec is not None and "frame-request" in self.spec.constants
+        draft = self.spec is not None and self.spec.has_request_frames
         return _error(503 if draft else 505, text, method)
 
     def _header_frame(self, channel: int, payload: bytes) -> Event | None:

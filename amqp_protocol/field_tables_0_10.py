@@ -97,7 +97,6 @@ class FieldTableCodec:
             code: self._decoder(t) for code, t in self.types.items()
         }
         codes = {t.name: t.code for t in self.types.values()}
-        self._codes = codes
 
         def fixed(name: str, fmt: str) -> _Encoder:
             packer = struct.Struct(">B" + fmt).pack

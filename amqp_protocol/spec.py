@@ -129,6 +129,11 @@ class Spec:
         major, minor, revision = self.version
         return f"{major}-{minor}" + (f"-{revision}" if revision else "")
 
+    @property
+    def has_request_frames(self) -> bool:
+        """The version has the 0-10 draft's frame-request and frame-response (types 9, 10)."""
+        return "frame-request" in self.constants
+
     def method(self, name: str) -> type[Method]:
         """The generated class of ``name`` ("basic.publish"); KeyError if this version lacks it."""
         return self._methods[name]

@@ -196,6 +196,12 @@ def test_a_content_method_in_a_request_frame_arrives_with_its_content() -> None:
         assert events == [RequestReceived(5, 0, ContentReceived(1, publish, properties, b"body"))]
 
 
+def test_request_ids_beyond_their_longlong_are_a_syntax_error() -> None:
+    client, _ = _pair(1)
+    with pytest.raises(errors.SyntaxError_):
+        client.send_request(1, _method("execution.flush"), request_id=2**64)
+
+
 def test_a_0_9_1_connection_has_no_request_frames() -> None:
     client = Connection("client", SPEC_0_9_1)
     with pytest.raises(ValueError, match="no request or response frames"):

@@ -86,6 +86,8 @@ def test_shared_classes_keep_the_drafts_differences_from_0_9() -> None:
 def test_the_drafts_constants_and_reply_codes() -> None:
     assert SPEC_0_10.constant("frame-request") == frames.REQUEST == 9
     assert SPEC_0_10.constant("frame-response") == frames.RESPONSE == 10
+    assert SPEC_0_10.has_request_frames
+    assert not any(spec.has_request_frames for spec in ALL_SPECS)
     xa = {name: value for name, (value, _) in SPEC_0_10.constants.items() if name.startswith("xa")}
     assert xa == {
         "xa-ok": 0,
