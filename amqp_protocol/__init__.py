@@ -10,13 +10,15 @@ from .connection import Connection
 from .methods import Method
 from .properties import Properties
 from .spec import Spec, load_spec
-from .versions import ALL_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_9_1
+from .versions import ALL_SPECS, KNOWN_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_9_1, SPEC_0_10
 
 __all__ = [
     "ALL_SPECS",
+    "KNOWN_SPECS",
     "SPEC_0_8",
     "SPEC_0_9",
     "SPEC_0_9_1",
+    "SPEC_0_10",
     "Connection",
     "Method",
     "Properties",

@@ -34,7 +34,16 @@ _PYTHON_TYPES: dict[str, tuple[str, str, str]] = {
     "longstr": ("bytes", "bytes", 'b""'),
     "table": ("dict[str, Any]", "dict[str, Any] | None", "None"),
     "content": ("Content", "Content", "EMPTY_CONTENT"),
+    "uuid": ("UUID", "UUID", "NIL_UUID"),
+    "rfc1982-long-set": (
+        "list[tuple[int, int]]",
+        "list[tuple[int, int]] | None",
+        "None",
+    ),
 }
+#: What a constructor stores for a container field given as None (its default): a new,
+#: empty container of the instance's own.
+_EMPTY = {"table": "{}", "rfc1982-long-set": "[]"}
 #: Properties per flags word (bit 0 is the continuation flag).
 FLAGS_PER_WORD = 15
 
@@ -86,6 +95,8 @@ def _encode_expression(ftype: str, value: str) -> str:
         "longstr": f"encode_longstr({value})",
         "table": f"encode_table({value})",
         "content": f"encode_content({value})",
+        "uuid": f"{value}.bytes",
+        "rfc1982-long-set": f"encode_long_set({value})",
     }[ftype]
 
 
@@ -108,9 +119,10 @@ def _decode_statements(ftype: str, target: str) -> list[str]:
             f"{target} = bytes(data[offset + 4 : offset + n])",
             "offset += n",
         ]
-    if ftype == "table":
-        return [f"{target}, offset = decode_table(data, offset)"]
-    return [f"{target}, offset = decode_content(data, offset)"]
+    if ftype == "uuid":
+        return [f"{target} = decode_uuid(data, offset)", "offset += 16"]
+    decoder = {"table": "decode_table", "content": "decode_content"}.get(ftype, "decode_long_set")
+    return [f"{target}, offset = {decoder}(data, offset)"]
 
 
 # -- methods ---------------------------------------------------------------------------------
@@ -220,7 +232,8 @@ def method_class(mdef: MethodDef, structs: Structs) -> list[str]:
             lines.append(f"        {f.name}: {q(param)} = {default},")
         lines.append("    ) -> None:")
         for f in mdef.fields:
-            value = f"{{}} if {f.name} is None else {f.name}" if f.type == "table" else f.name
+            empty = _EMPTY.get(f.type)
+            value = f"{empty} if {f.name} is None else {f.name}" if empty else f.name
             lines.append(f"        self.{f.name} = {value}")
     else:
         lines += ["", "    def __init__(self) -> None:", "        pass"]

@@ -11,7 +11,7 @@ ride along on the exception's ``events`` attribute so that nothing already recei
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Literal
 
 from . import errors, frames
@@ -23,6 +23,8 @@ from .events import (
     MethodReceived,
     OtherFrameReceived,
     ProtocolHeaderReceived,
+    RequestReceived,
+    ResponseReceived,
     UnsupportedProtocol,
 )
 from .methods import Method
@@ -38,20 +40,35 @@ _HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
 #: The same followed by the first property-flags word.
 _HEADER_FRAME_AND_FLAGS = struct.Struct(">BHIHHQH")
 _METHOD_IDS = struct.Struct(">HH")
-_CHANNEL_CLOSE_METHODS = frozenset({"channel.close", "channel.close-ok"})
+_REQUEST_IDS = frames.REQUEST_IDS
+#: The channel life cycle. In the 0-10 draft a channel is opened by attaching a session to
+#: it (session.open, or session.resume of a suspended one) as well as by channel.open, and
+#: closed by session.close/closed (the session ends) or session.suspend/detached (the
+#: session lives on, detached from the channel), as well as by channel.close/close-ok.
+_CHANNEL_OPEN_METHODS = frozenset({"channel.open", "session.open", "session.resume"})
+_CHANNEL_CLOSE_REQUESTS = frozenset({"channel.close", "session.close", "session.suspend"})
+_CHANNEL_CLOSED_METHODS = frozenset({"channel.close-ok", "session.closed", "session.detached"})
+_CHANNEL_CLOSE_METHODS = _CHANNEL_CLOSE_REQUESTS | _CHANNEL_CLOSED_METHODS
 _CONNECTION_CLOSE_METHODS = frozenset({"connection.close", "connection.close-ok"})
 
 #: frame-max used until tuning, large enough for any client's start-ok.
 DEFAULT_FRAME_MAX = 131072
 
 
+#: Makes the event of a 0-10 draft request or response frame of its method's event.
+_Wrap = Callable[[MethodReceived | ContentReceived], Event]
+
+
 class _Partial:
     """A content-bearing method waiting for its header and body frames."""
 
-    __slots__ = ("method", "properties", "size", "received", "chunks", "skip")
+    __slots__ = ("method", "properties", "size", "received", "chunks", "skip", "wrap")
 
-    def __init__(self, method: Method) -> None:
+    def __init__(self, method: Method, wrap: _Wrap | None = None) -> None:
         self.method = method
+        #: 0-10 draft: the request or response frame the method came in, whose event is to
+        #: wrap the content's.
+        self.wrap = wrap
         self.properties: Properties | None = None
         self.size = 0
         self.received = 0
@@ -66,9 +83,11 @@ def _error(code: int, text: str, method: Method | None = None) -> errors.AMQPErr
     return err
 
 
-#: Class ids of connection and channel: the same in every version.
+#: Class id of connection: the same in every version.
 CONNECTION_CLASS = 10
-CHANNEL_CLASS = 20
+#: Classes up to this id hold the connection and channel life cycle methods: connection
+#: (10) and channel (20) in every version; the 0-10 draft's session (20) and channel (21).
+LIFE_CYCLE_CLASSES = 21
 #: What a frame-max or channel-max of 0 ("no limit") means on the wire.
 _NO_FRAME_LIMIT = 2**32 - 1
 _NO_CHANNEL_LIMIT = 65535
@@ -121,10 +140,47 @@ class Connection:
         return self.spec.protocol_header
 
     def send_method(self, channel: int, method: Method) -> bytes:
-        if method.CLASS_ID <= CHANNEL_CLASS:
+        if method.CLASS_ID <= LIFE_CYCLE_CLASSES:
             self._track(channel, method.NAME, sent=True)
         payload = method.encode()
         return _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
+
+    def send_request(
+        self, channel: int, method: Method, request_id: int, response_mark: int = 0
+    ) -> bytes:
+        """0-10 draft: ``method`` in a frame-request. A content-bearing method's header and
+        body frames are the caller's to follow it with (``send_content`` writes a method
+        frame)."""
+        return self._send_wrapped(frames.REQUEST, channel, method, (request_id, response_mark, 0))
+
+    def send_response(
+        self,
+        channel: int,
+        method: Method,
+        response_id: int,
+        request_id: int,
+        batch_offset: int = 0,
+    ) -> bytes:
+        """0-10 draft: ``method`` in a frame-response answering the requests ``request_id``
+        to ``request_id + batch_offset``."""
+        return self._send_wrapped(
+            frames.RESPONSE, channel, method, (response_id, request_id, batch_offset)
+        )
+
+    def _send_wrapped(
+        self, frame_type: int, channel: int, method: Method, ids: tuple[int, int, int]
+    ) -> bytes:
+        if self.spec is None or not self.spec.has_request_frames:
+            label = self.spec.label if self.spec is not None else "an unnegotiated connection"
+            raise ValueError(f"AMQP {label} has no request or response frames")
+        try:
+            packed = _REQUEST_IDS.pack(*ids)
+        except struct.error as exc:
+            raise _error(502, f"request or response frame ids {ids}: {exc}", method) from None
+        if method.CLASS_ID <= LIFE_CYCLE_CLASSES:
+            self._track(channel, method.NAME, sent=True)
+        payload = packed + method.encode()
+        return _FRAME_HEAD.pack(frame_type, channel, len(payload)) + payload + b"\xce"
 
     def send_content(
         self, channel: int, method: Method, properties: Properties, body: bytes
@@ -360,9 +416,29 @@ class Connection:
                 raise _error(501, f"heartbeat frame on channel {channel}, not 0")
             return HeartbeatReceived()
         assert self.spec is not None
-        if frames.OOB_METHOD <= frame_type <= frames.TRACE and self.spec.version < (0, 9, 1):
+        if frames.OOB_METHOD <= frame_type <= frames.TRACE and self.spec.version != (0, 9, 1):
             return OtherFrameReceived(frame_type, channel, payload)
+        if frame_type in (frames.REQUEST, frames.RESPONSE) and self.spec.has_request_frames:
+            return self._wrapped_method_frame(frame_type, channel, payload)
         raise _error(501, f"unknown frame type {frame_type}")
+
+    def _wrapped_method_frame(self, frame_type: int, channel: int, payload: bytes) -> Event | None:
+        """The event of a 0-10 draft frame-request or frame-response: its ids around the
+        event of its method (a content-bearing one once its content is in)."""
+        if len(payload) < _REQUEST_IDS.size:
+            kind = "request" if frame_type == frames.REQUEST else "response"
+            raise _error(502, f"frame-{kind} shorter than its ids")
+        first, second, third = _REQUEST_IDS.unpack_from(payload, 0)
+        wrap: _Wrap = (
+            (lambda r: RequestReceived(first, second, r))
+            if frame_type == frames.REQUEST
+            else (lambda r: ResponseReceived(first, second, third, r))
+        )
+        event = self._method_frame(channel, payload[_REQUEST_IDS.size :])
+        if isinstance(event, Method):
+            self._partials[channel] = _Partial(event, wrap)
+            return None
+        return wrap(event) if isinstance(event, MethodReceived) else event
 
     def _method_frame(self, channel: int, payload: bytes) -> Event | Method | None:
         """The event of a method frame, None for a discarded method, or a content-bearing
@@ -383,7 +459,7 @@ class Connection:
             raise _error(502, f"{cls.NAME}: {len(payload) - end} bytes after the arguments", method)
         # The common case first: a class method on an open channel of a live connection.
         if not (
-            class_id > CHANNEL_CLASS
+            class_id > LIFE_CYCLE_CLASSES
             and channel in self.open_channels
             and not self.closing
             and channel not in self._closing_channels
@@ -391,12 +467,11 @@ class Connection:
             return None
         partial = self._partials.get(channel)
         if partial is not None:
-            raise _error(
-                505,
+            raise self._out_of_sequence(
                 f"{cls.NAME} arrived while content of {partial.method.NAME} was incomplete",
                 method,
             )
-        if class_id <= CHANNEL_CLASS:
+        if class_id <= LIFE_CYCLE_CLASSES:
             self._track(channel, cls.NAME, sent=False)
         if cls.HAS_CONTENT:
             return method
@@ -420,7 +495,7 @@ class Connection:
             )
         if channel in self._closing_channels:
             return name in _CHANNEL_CLOSE_METHODS
-        if name == "channel.open":
+        if name in _CHANNEL_OPEN_METHODS:
             if self.role == "server":
                 self._check_channel_open(channel, method)
             return True
@@ -433,7 +508,7 @@ class Connection:
         4.0.5), channel-max bounds how many channels are open at once, not their numbers (any
         of 1..65535 opens), and a channel opened twice is "second 'channel.open' seen"; 0-9
         and 0-8 keep their spec's rule: numbers above channel-max are refused."""
-        rabbitmq = self.spec is not None and self.spec.version >= (0, 9, 1)
+        rabbitmq = self.spec is not None and self.spec.version == (0, 9, 1)
         if channel in self.open_channels:
             if rabbitmq:
                 raise _error(504, "CHANNEL_ERROR - second 'channel.open' seen", method)
@@ -452,12 +527,12 @@ class Connection:
             )
 
     def _track(self, channel: int, name: str, *, sent: bool) -> None:
-        if name == "channel.open":
+        if name in _CHANNEL_OPEN_METHODS:
             self.open_channels.add(channel)
-        elif name == "channel.close" and sent:
+        elif name in _CHANNEL_CLOSE_REQUESTS and sent:
             self._closing_channels.add(channel)
             self._partials.pop(channel, None)
-        elif name == "channel.close-ok":
+        elif name in _CHANNEL_CLOSED_METHODS:
             self.open_channels.discard(channel)
             self._closing_channels.discard(channel)
             self._partials.pop(channel, None)
@@ -480,18 +555,27 @@ class Connection:
     def _discarding(self, channel: int) -> bool:
         return self.closing or channel in self._closing_channels
 
+    def _out_of_sequence(self, text: str, method: Method | None = None) -> errors.AMQPError:
+        """The error of a frame out of sequence (content without its method, a method in the
+        middle of content): 505 unexpected-frame, the code of 0-9-1 that the broker gives in
+        0-9 and 0-8 too, as RabbitMQ does; the 0-10 draft has no 505 and names an invalid
+        sequence of frames 503 command-invalid."""
+        draft = self.spec is not None and self.spec.has_request_frames
+        return _error(503 if draft else 505, text, method)
+
     def _header_frame(self, channel: int, payload: bytes) -> Event | None:
         partial = self._partials.get(channel)
         if partial is None or partial.properties is not None:
             if self._discarding(channel):
                 return None
-            raise _error(505, f"content header on channel {channel} without a content method")
+            raise self._out_of_sequence(
+                f"content header on channel {channel} without a content method"
+            )
         if len(payload) < 14:
             raise _error(502, "content header truncated", partial.method)
         class_id, _weight, size = _CONTENT_HEADER.unpack_from(payload, 0)
         if class_id != partial.method.CLASS_ID:
-            raise _error(
-                505,
+            raise self._out_of_sequence(
                 f"content header of class {class_id} after {partial.method.NAME}",
                 partial.method,
             )
@@ -505,7 +589,8 @@ class Connection:
             raise err.with_culprit(partial.method.CLASS_ID, partial.method.METHOD_ID) from None
         if size == 0:
             del self._partials[channel]
-            return ContentReceived(channel, partial.method, properties, b"")
+            received = ContentReceived(channel, partial.method, properties, b"")
+            return received if partial.wrap is None else partial.wrap(received)
         partial.properties = properties
         partial.size = size
         if self.max_body_size is not None and size > self.max_body_size:
@@ -517,8 +602,10 @@ class Connection:
         if partial is None or partial.properties is None:
             if self._discarding(channel):
                 return None
-            raise _error(505, f"content body on channel {channel} without a content header")
-        if not payload and self.spec is not None and self.spec.version < (0, 9, 1):
+            raise self._out_of_sequence(
+                f"content body on channel {channel} without a content header"
+            )
+        if not payload and self.spec is not None and self.spec.version != (0, 9, 1):
             # 0-9's cancel frame (rule basic.reject:01): the sender gave up this content.
             del self._partials[channel]
             return None
@@ -538,4 +625,5 @@ class Connection:
             assert self.max_body_size is not None
             return ContentTooLarge(channel, partial.method, partial.size, self.max_body_size)
         body = b"".join([*partial.chunks, payload]) if partial.chunks else payload
-        return ContentReceived(channel, partial.method, partial.properties, body)
+        received = ContentReceived(channel, partial.method, partial.properties, body)
+        return received if partial.wrap is None else partial.wrap(received)

@@ -75,6 +75,26 @@ class OtherFrameReceived:
     payload: bytes
 
 
+@dataclass(slots=True)
+class RequestReceived:
+    """0-10 draft: a method in a frame-request (type 9), with its content if it has one."""
+
+    request_id: int
+    response_mark: int
+    received: MethodReceived | ContentReceived
+
+
+@dataclass(slots=True)
+class ResponseReceived:
+    """0-10 draft: a method in a frame-response (type 10): it answers the requests
+    ``request_id`` to ``request_id + batch_offset``."""
+
+    response_id: int
+    request_id: int
+    batch_offset: int
+    received: MethodReceived | ContentReceived
+
+
 Event = (
     ProtocolHeaderReceived
     | UnsupportedProtocol
@@ -83,4 +103,6 @@ Event = (
     | ContentTooLarge
     | HeartbeatReceived
     | OtherFrameReceived
+    | RequestReceived
+    | ResponseReceived
 )

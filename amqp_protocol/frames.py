@@ -1,5 +1,8 @@
 """Frame layout: type octet, channel short, size long, payload, frame-end octet (0xCE).
 
+The frame types are 0-9's (method, header, body, out-of-band, trace, heartbeat) and the
+0-10 draft's request and response frames, which wrap a method in ids (``REQUEST_IDS``).
+
 Also the broker's fast path for a delivery, ``deliver_frames``: basic.deliver and its content
 built from pieces encoded once per message, the bytes ``Connection.send_content`` gives.
 """
@@ -26,6 +29,17 @@ OOB_HEADER = 5
 OOB_BODY = 6
 TRACE = 7
 HEARTBEAT = 8
+#: The 0-10 draft's frame-request and frame-response (see ``REQUEST_IDS``).
+REQUEST = 9
+RESPONSE = 10
+
+#: What a 0-10 draft frame-request or frame-response carries before its method (class-id,
+#: method-id, arguments, as in a method frame): a request holds request-id (longlong),
+#: response-mark (longlong) and a reserved long (0); a response holds response-id
+#: (longlong), request-id (longlong) and batch-offset (long). The draft names the two frame
+#: types without a layout; this is the layout of Qpid's implementation of that framing
+#: (docs/protocol-0-10.md).
+REQUEST_IDS = struct.Struct(">QQI")
 
 #: frame-min-size of every spec: the frame-max before tuning and the least one may tune to.
 FRAME_MIN_SIZE = 4096

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
 #: The wire types of the spec's primitive domains. ``content`` is the body of 0-9's
 #: message.transfer, which the XML uses without defining: as in Qpid's 0-9 implementation,
-#: an octet (0 inline, 1 reference) followed by a long string.
+#: an octet (0 inline, 1 reference) followed by a long string. The 0-10 draft adds ``uuid``
+#: (16 octets) and ``rfc1982-long-set`` (a short holding the byte length of the longs that
+#: follow, two per closed interval), which it names without defining their layout either;
+#: both are laid out as Qpid's transitional 0-10 codec does.
 PRIMITIVE_TYPES = frozenset(
     {
         "bit",
@@ -35,6 +38,8 @@ PRIMITIVE_TYPES = frozenset(
         "timestamp",
         "table",
         "content",
+        "uuid",
+        "rfc1982-long-set",
     }
 )
 
@@ -88,6 +93,17 @@ class ClassDef:
     methods: tuple[MethodDef, ...]
 
 
+@dataclass(frozen=True)
+class FieldTableType:
+    """One field-table type code of the 0-10 draft (a ``field-table-*`` constant)."""
+
+    code: int
+    name: str  #: the constant's name without ``field-table-``, e.g. "signed-int"
+    width: int | None  #: octets of a fixed-size value (``width``); None for a variable one
+    length_width: int | None  #: octets of a variable value's length field (``lfwidth``)
+    datatype: str  #: "signed-integer", "string", "field-table", ...
+
+
 @dataclass
 class Spec:
     """One AMQP version: its header, constants, domains, classes and generated code."""
@@ -97,6 +113,9 @@ class Spec:
     constants: dict[str, tuple[int, str | None]]  #: name -> (value, "soft-error"/"hard-error")
     domains: dict[str, str]  #: domain -> primitive type
     classes: dict[str, ClassDef]
+    #: The field-table type codes the spec defines (0-10 draft); empty for the versions that
+    #: use the type codes of the 0-9-1 errata (``values``).
+    field_table_types: tuple[FieldTableType, ...] = ()
     #: Other headers that clients send for this version (``protocol_header`` is the one the
     #: spec states and servers offer).
     header_aliases: tuple[bytes, ...] = ()
@@ -109,6 +128,11 @@ class Spec:
     def label(self) -> str:
         major, minor, revision = self.version
         return f"{major}-{minor}" + (f"-{revision}" if revision else "")
+
+    @property
+    def has_request_frames(self) -> bool:
+        """The version has the 0-10 draft's frame-request and frame-response (types 9, 10)."""
+        return "frame-request" in self.constants
 
     def method(self, name: str) -> type[Method]:
         """The generated class of ``name`` ("basic.publish"); KeyError if this version lacks it."""
@@ -162,9 +186,35 @@ def _fields(elements: list[ET.Element], domains: dict[str, str]) -> tuple[FieldD
     )
 
 
+def _without_namespace(root: ET.Element) -> ET.Element:
+    """``root`` with the XML namespace taken off every tag: the 0-10 draft's root declares
+    ``xmlns="http://www.amqp.org/schema/amqp.xsd"``, so its tags are ``{...}class``."""
+    for element in root.iter():
+        if element.tag.startswith("{"):
+            element.tag = element.tag.split("}", 1)[1]
+    return root
+
+
+def _field_table_types(root: ET.Element) -> tuple[FieldTableType, ...]:
+    def octets(text: str | None) -> int | None:
+        return None if text is None else int(text)
+
+    return tuple(
+        FieldTableType(
+            code=int(c.get("value", "0"), 0),
+            name=c.get("name", "").removeprefix("field-table-"),
+            width=octets(c.get("width")),
+            length_width=octets(c.get("lfwidth")),
+            datatype=c.get("datatype", ""),
+        )
+        for c in root.findall("constant")
+        if c.get("class") == "field-table-type"
+    )
+
+
 def parse_spec(xml_text: bytes) -> Spec:
     """Build a ``Spec`` (without generated code) from the text of a spec XML file."""
-    root = ET.fromstring(xml_text)
+    root = _without_namespace(ET.fromstring(xml_text))
     major, minor = int(root.get("major", "0")), int(root.get("minor", "0"))
     revision = int(root.get("revision", "0"))
     aliases: tuple[bytes, ...] = ()
@@ -179,7 +229,7 @@ def parse_spec(xml_text: bytes) -> Spec:
     else:
         version, header = (major, minor, 0), b"AMQP\x01\x01" + bytes([major, minor])
     constants = {
-        c.get("name", "").replace(" ", "-"): (int(c.get("value", "0")), c.get("class"))
+        c.get("name", "").replace(" ", "-"): (int(c.get("value", "0"), 0), c.get("class"))
         for c in root.findall("constant")
     }
     domains = {
@@ -199,6 +249,7 @@ def parse_spec(xml_text: bytes) -> Spec:
         constants=constants,
         domains=domains,
         classes=classes,
+        field_table_types=_field_table_types(root),
     )
 
 
@@ -243,7 +294,7 @@ def merge_extension(spec: Spec, xml_text: bytes) -> None:
     New methods are added; a method the spec already has only gains the extension's
     responses, so an extension can never change the wire format of an existing method.
     """
-    for ext in _classes(ET.fromstring(xml_text), spec.domains):
+    for ext in _classes(_without_namespace(ET.fromstring(xml_text)), spec.domains):
         base = spec.classes[ext.name]
         methods = {m.name: m for m in base.methods}
         for m in ext.methods:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import struct
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -131,6 +132,42 @@ def decode_content(data: bytes, offset: int) -> tuple[Content, int]:
         raise syntax_error(f"content kind {kind} is neither inline (0) nor reference (1)")
     raw, end = decode_longstr_bytes(data, offset + 1)
     return Content(raw, kind == 1), end
+
+
+# -- 0-10 draft: uuid and rfc1982-long-set -------------------------------------------------
+
+NIL_UUID = uuid.UUID(int=0)
+
+
+def decode_uuid(data: bytes, offset: int) -> uuid.UUID:
+    """The 16-octet UUID at ``offset`` (RFC 4122 byte order, as ``UUID.bytes``)."""
+    raw = bytes(data[offset : offset + 16])
+    if len(raw) != 16:
+        raise syntax_error("uuid runs past the end of the frame")
+    return uuid.UUID(bytes=raw)
+
+
+_LONG_PAIR = struct.Struct(">II")
+
+
+def encode_long_set(pairs: Sequence[tuple[int, int]]) -> bytes:
+    """An rfc1982-long-set: a short holding the byte length of the longs that follow, each
+    closed interval (first, last) two longs, as Qpid's transitional 0-10 codec writes it."""
+    size = 8 * len(pairs)
+    if size > 0xFFFF:
+        raise syntax_error(f"rfc1982-long-set of {len(pairs)} intervals exceeds 65535 octets")
+    return _u16.pack(size) + b"".join(_LONG_PAIR.pack(first, last) for first, last in pairs)
+
+
+def decode_long_set(data: bytes, offset: int) -> tuple[list[tuple[int, int]], int]:
+    (size,) = _u16.unpack_from(data, offset)
+    if size % 8:
+        raise syntax_error(f"rfc1982-long-set of {size} octets is not whole (first, last) pairs")
+    start, end = offset + 2, offset + 2 + size
+    if end > len(data):
+        raise syntax_error("rfc1982-long-set runs past the end of the frame")
+    pairs: list[tuple[int, int]] = [_LONG_PAIR.unpack_from(data, at) for at in range(start, end, 8)]
+    return pairs, end
 
 
 # -- timestamps ----------------------------------------------------------------------------

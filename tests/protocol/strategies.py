@@ -72,6 +72,12 @@ def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 
 field_values = st.recursive(scalar_field_values, _containers, max_leaves=10)
+#: Field tables of the 0-10 draft: its codes carry UUIDs as well.
+field_tables_0_10 = st.dictionaries(
+    shortstrs,
+    st.recursive(scalar_field_values | st.uuids(), _containers, max_leaves=10),
+    max_size=8,
+)
 field_tables = st.dictionaries(shortstrs, field_values, max_size=8)
 field_arrays = st.lists(field_values, max_size=8)
 
@@ -86,6 +92,9 @@ _BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
     "longstr": st.binary(max_size=300),
     "table": field_tables,
     "content": st.builds(values.Content, st.binary(max_size=300), st.booleans()),
+    # The 0-10 draft's types.
+    "uuid": st.uuids(),
+    "rfc1982-long-set": st.lists(st.tuples(_edges(0, 2**32 - 1), _edges(0, 2**32 - 1))),
 }
 
 

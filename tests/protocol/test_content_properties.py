@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_protocol import ALL_SPECS, Properties, errors
+from amqp_protocol import ALL_SPECS, KNOWN_SPECS, Properties, errors
 from amqp_protocol.generate import version_module
 from amqp_protocol.spec import parse_spec
 from tests.protocol.strategies import properties_of, shortstrs
 
 ALL_PROPERTY_CLASSES = [
     pytest.param(spec.properties(cdef.name), id=f"{spec.label}:{cdef.name}")
-    for spec in ALL_SPECS
+    for spec in KNOWN_SPECS
     for cdef in spec.classes.values()
     if cdef.properties
 ]
@@ -34,6 +34,7 @@ def test_every_content_class_of_every_spec_has_properties() -> None:
     names = {p.id for p in ALL_PROPERTY_CLASSES}
     assert {"0-9-1:basic", "0-9:basic", "0-9:file", "0-9:stream", "0-9:tunnel"} <= names
     assert {"0-8:basic", "0-8:file", "0-8:stream", "0-8:tunnel"} <= names
+    assert {"0-10:basic", "0-10:file", "0-10:stream", "0-10:tunnel"} <= names
 
 
 @pytest.mark.parametrize("cls", ALL_PROPERTY_CLASSES)

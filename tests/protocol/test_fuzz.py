@@ -16,7 +16,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amqp_protocol import ALL_SPECS, SPEC_0_9_1, Connection, errors
+from amqp_protocol import ALL_SPECS, SPEC_0_9_1, SPEC_0_10, Connection, errors
 from amqp_protocol import frames as fr
 from tests.protocol.strategies import all_methods, properties_of
 
@@ -115,3 +115,59 @@ def test_any_greeting_gives_a_header_event_or_a_refusal(greeting: bytes) -> None
         server.receive_data(greeting)
     except errors.AMQPError as err:
         assert err.reply_code in SPEC_REPLY_CODES, err
+
+
+# -- the 0-10 draft: its request and response frames, its field-table codes ---------------------
+
+#: Reply codes of the draft's error constants.
+DRAFT_REPLY_CODES = frozenset(
+    value for value, kind in SPEC_0_10.constants.values() if kind in ("hard-error", "soft-error")
+)
+_IDS = st.integers(0, 2**64 - 1)
+
+
+@st.composite
+def draft_frames(draw: st.DrawFn) -> bytes:
+    """One well-formed frame of a 0-10 draft client: a method in a method, request or
+    response frame."""
+    sender = Connection("client", SPEC_0_10)
+    channel = draw(st.sampled_from([0, 1, 2]))
+    method = draw(all_methods(SPEC_0_10))
+    kind = draw(st.sampled_from(["method", "request", "response"]))
+    if kind == "request":
+        return sender.send_request(channel, method, draw(_IDS), draw(_IDS))
+    if kind == "response":
+        return sender.send_response(channel, method, draw(_IDS), draw(_IDS), 0)
+    return sender.send_method(channel, method)
+
+
+draft_streams = st.lists(
+    st.one_of(
+        draft_frames(),
+        mutated(draft_frames()),
+        st.builds(
+            _random_frame, st.binary(max_size=64), st.integers(1, 11), st.sampled_from([0, 1, 2])
+        ),
+        st.binary(max_size=32),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@FUZZ
+@given(chunks=draft_streams)
+def test_any_bytes_on_a_0_10_connection_give_events_or_a_draft_reply_code(
+    chunks: list[bytes],
+) -> None:
+    server = Connection("server", SPEC_0_10, frame_max=fr.FRAME_MIN_SIZE)
+    opener = Connection("client", SPEC_0_10)
+    server.receive_data(
+        opener.initiate() + opener.send_method(1, SPEC_0_10.method("session.open")())
+    )
+    for chunk in chunks:
+        try:
+            server.receive_data(chunk)
+        except errors.AMQPError as err:
+            assert err.reply_code in DRAFT_REPLY_CODES, err
+            return
