@@ -44,7 +44,7 @@ def visible_connections(request: web.Request) -> list[AMQPConnection]:
     return [
         c
         for c in broker_of(request).connections
-        if c.vhost is not None and not c._closed and (sees_all(user) or c.user == user.name)
+        if c.vhost is not None and not c.closed and (sees_all(user) or c.user == user.name)
     ]
 
 
@@ -55,7 +55,7 @@ def connection_info(request: web.Request, conn: AMQPConnection) -> dict[str, Any
         "name": connection_name(conn),
         "node": node_name(),
         "type": "network",
-        "state": "blocked" if conn._memory_blocked else "running",
+        "state": "blocked" if conn.memory_blocked else "running",
         "user": conn.user,
         "user_who_performed_action": conn.user,
         "vhost": conn.vhost.name,

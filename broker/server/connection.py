@@ -119,6 +119,17 @@ class AMQPConnection(asyncio.Protocol):
         assert self.proto.spec is not None
         return self.proto.spec
 
+    @property
+    def closed(self) -> bool:
+        """The socket is closed, or closing without a close handshake."""
+        return self._closed
+
+    @property
+    def memory_blocked(self) -> bool:
+        """Reading is stopped: the broker is over its memory watermark and this connection
+        publishes."""
+        return self._memory_blocked
+
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
