@@ -16,6 +16,7 @@ from .responses import json_response, no_content, not_found
 
 if TYPE_CHECKING:
     from ..model.queues import Consumer
+    from ..server.abc import Connection
     from ..server.channel import ServerChannel
     from ..server.connection import AMQPConnection
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 CLOSED_HERE = "CONNECTION_FORCED - Closed via management plugin"
 
 
-def _address(conn: AMQPConnection, which: str) -> tuple[str, int]:
+def _address(conn: Connection, which: str) -> tuple[str, int]:
     transport = conn.transport
     info = transport.get_extra_info(which) if transport is not None else None
     if isinstance(info, tuple) and len(info) >= 2:
@@ -31,7 +32,7 @@ def _address(conn: AMQPConnection, which: str) -> tuple[str, int]:
     return "?", 0
 
 
-def connection_name(conn: AMQPConnection) -> str:
+def connection_name(conn: Connection) -> str:
     """RabbitMQ's name of a connection: ``peer:port -> local:port``."""
     peer, local = _address(conn, "peername"), _address(conn, "sockname")
     return f"{peer[0]}:{peer[1]} -> {local[0]}:{local[1]}"
@@ -43,7 +44,7 @@ def visible_connections(request: web.Request) -> list[AMQPConnection]:
     return [
         c
         for c in broker_of(request).connections
-        if c.vhost is not None and not c._closed and (sees_all(user) or c.user == user.name)
+        if c.vhost is not None and not c.closed and (sees_all(user) or c.user == user.name)
     ]
 
 
@@ -54,7 +55,7 @@ def connection_info(request: web.Request, conn: AMQPConnection) -> dict[str, Any
         "name": connection_name(conn),
         "node": node_name(),
         "type": "network",
-        "state": "blocked" if conn._memory_blocked else "running",
+        "state": "blocked" if conn.memory_blocked else "running",
         "user": conn.user,
         "user_who_performed_action": conn.user,
         "vhost": conn.vhost.name,
@@ -81,7 +82,7 @@ def _channel_name(channel: ServerChannel) -> str:
     return f"{connection_name(channel.conn)} ({channel.id})"
 
 
-def _connection_details(conn: AMQPConnection) -> dict[str, Any]:
+def _connection_details(conn: Connection) -> dict[str, Any]:
     peer = _address(conn, "peername")
     return {"name": connection_name(conn), "peer_host": peer[0], "peer_port": peer[1]}
 

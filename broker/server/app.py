@@ -12,6 +12,8 @@ import logging
 import time
 from pathlib import Path
 
+from amqp_protocol import SPEC_0_8, SPEC_0_9
+
 from .. import tls
 from ..config import BrokerConfig
 from ..management import ManagementServer
@@ -26,6 +28,9 @@ from ..store.store import Store
 from ..streams.queue import StreamQueue
 from . import descriptors
 from .connection import AMQPConnection
+from .dialect import Dialects
+from .spec09 import Spec09Dialect
+from .spec091 import RabbitMQDialect
 
 log = logging.getLogger("broker")
 
@@ -61,6 +66,10 @@ class BrokerServer:
             self.open_files_limit, config.connection_max
         )
         self.refusals = descriptors.RefusalLog(loop.time)
+        #: the AMQP versions it speaks, preferred first: a client's protocol header picks one
+        self.dialects = Dialects(
+            RabbitMQDialect(), Spec09Dialect(SPEC_0_9), Spec09Dialect(SPEC_0_8)
+        )
         self._accept_guard: descriptors.AcceptGuard | None = None
         self.memory = MemoryGauge(config.memory_high_watermark)
         self.memory.on_change = self._memory_changed
@@ -118,13 +127,16 @@ class BrokerServer:
             self.loop, self.refusals, self.open_files_limit
         )
         self._tls_server = await tls.listen(
-            lambda: AMQPConnection(self), self.config.host, self.config.tls, self.loop
+            lambda: AMQPConnection(self, self.dialects),
+            self.config.host,
+            self.config.tls,
+            self.loop,
         )
         if self._tls_server is not None:
             self.tls_port = tls.bound_port(self._tls_server)
         try:
             self._server = await self.loop.create_server(
-                lambda: AMQPConnection(self), self.config.host, self.config.port
+                lambda: AMQPConnection(self, self.dialects), self.config.host, self.config.port
             )
         except BaseException:
             if self._tls_server is not None:

@@ -1,8 +1,10 @@
 """One AMQP channel on the server: the exchange, queue, basic, confirm and tx methods.
 
-Methods are dispatched by name through ``HANDLERS``. Handlers raise ``AMQPError``s (the
-model raises RabbitMQ's errors); the connection turns a soft one into channel.close and a
-hard one into connection.close, naming the culprit method.
+Methods are dispatched by name through the handlers of the connection's dialect
+(``dialect.py``), which build on ``CORE_HANDLERS`` and on the channel's public operations
+(``abc.Channel``). Handlers raise ``AMQPError``s (the model raises RabbitMQ's errors); the
+connection turns a soft one into channel.close and a hard one into connection.close, naming
+the culprit method.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from amqp_protocol import Method, Properties, errors
 from amqp_protocol.generated.any_version import (
@@ -48,17 +50,12 @@ from amqp_protocol.generated.any_version import (
 )
 from amqp_protocol.values import encode_shortstr
 
-from ..model.exchanges import EXCHANGE_TYPES, Exchange, check_sender_selected, without_bcc
+from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration
 from ..model.queues import Consumer, Queue, consumer_priority
 from ..model.stats import MessageStats
-from . import spec09
-
-if TYPE_CHECKING:
-    from .connection import AMQPConnection
-
-#: A delivery awaiting ack: (consumer or None for basic.get, queue, entry).
-Unacked = tuple["Consumer | None", Queue, QueuedMessage]
+from .abc import Connection, Unacked
+from .dialect import ChannelHandler, Dialect
 
 
 def _sequence(confirm: tuple[int, bool]) -> int:
@@ -69,23 +66,10 @@ def _generated_tag(prefix: str) -> str:
     return prefix + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
 
 
-def _refuse_as_rabbitmq4(m: ExchangeDeclare) -> None:
-    """exchange.declare answers of RabbitMQ 4 (measured on 4.0.5) where 0-9's spec rules,
-    kept for 0-9 and 0-8 in the model, say otherwise: the default exchange is refused even
-    to a passive declare (403), an unknown type closes the channel (406; RabbitMQ 3.10 and
-    0-9's rule exchange.declare.type:support close the connection with 503)."""
-    if m.exchange == "":
-        raise errors.AccessRefused(
-            "ACCESS_REFUSED - operation not permitted on the default exchange"
-        )
-    if not m.passive and m.type not in EXCHANGE_TYPES:
-        raise errors.PreconditionFailed(f"PRECONDITION_FAILED - unknown exchange type '{m.type}'")
-
-
 class ServerChannel:
     """Channel state; also the ``DeliverySink`` of its consumers."""
 
-    def __init__(self, conn: AMQPConnection, channel_id: int) -> None:
+    def __init__(self, conn: Connection, channel_id: int, dialect: Dialect) -> None:
         self.conn = conn
         self.id = channel_id
         self.vhost = conn.vhost
@@ -109,12 +93,14 @@ class ServerChannel:
         #: (exchange, message, mandatory, headers as published: they route)
         self._tx_publishes: list[tuple[Exchange, Message, bool, dict[str, Any]]] = []
         self._tx_settles: list[tuple[str, int, Unacked]] = []
-        self._last_queue: str | None = None
+        self.last_queue: str | None = None
         self.closed = False
         self.stats = MessageStats()
-        #: 0-9 / 0-8 only: the state of the classes 0-9-1 dropped (see spec09).
-        self.extension = spec09.attach(self)
-        self.handlers = HANDLERS if self.extension is None else spec09.handlers(HANDLERS)
+        self.dialect = dialect
+        self.handlers = dialect.channel_handlers
+        self._content_handlers = dialect.content_handlers
+        self._delivery_limit = dialect.delivery_limit
+        self.dialect_state = dialect.channel_state()
 
     def send(self, method: Method) -> None:
         self.conn.send_method(self.id, method)
@@ -131,7 +117,8 @@ class ServerChannel:
             return True
         if consumer.prefetch and consumer.unacked >= consumer.prefetch:
             return False
-        if self.extension is not None and not spec09.within_prefetch_size(self):
+        limit = self._delivery_limit
+        if limit is not None and not limit(self):
             return False
         return not self.channel_prefetch or self.unacked_count < self.channel_prefetch
 
@@ -192,7 +179,7 @@ class ServerChannel:
         handler = self.handlers.get(method.NAME)
         if handler is None:
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {method.NAME} is not supported")
-        self.conn.access.check(method, self._last_queue)
+        self.conn.access.check(method, self.last_queue)
         handler(self, method)
 
     def redispatch(self) -> None:
@@ -210,8 +197,7 @@ class ServerChannel:
         # third to a missing exchange, get two acks, then the 404).
         self.flush_confirms()
         self.closed = True
-        if self.extension is not None:
-            spec09.teardown(self)
+        self.dialect.channel_closing(self)
         for consumer in list(self.consumers.values()):
             consumer.queue.remove_consumer(consumer)
         self.consumers.clear()
@@ -244,14 +230,17 @@ class ServerChannel:
     # -- exchange -----------------------------------------------------------------------------
 
     def _exchange_declare(self, m: ExchangeDeclare) -> None:
-        if self.extension is None:
-            _refuse_as_rabbitmq4(m)
+        self.declare_exchange(m, auto_delete=m.auto_delete)
+
+    def declare_exchange(self, m: ExchangeDeclare, *, auto_delete: bool) -> None:
+        """exchange.declare, the exchange auto-deleted as ``auto_delete`` says (0-9 keeps an
+        existing exchange's)."""
         self.vhost.declare_exchange(
             m.exchange,
             m.type,
             passive=m.passive,
             durable=m.durable,
-            auto_delete=m.auto_delete,
+            auto_delete=auto_delete,
             internal=m.internal,
             arguments=m.arguments,
         )
@@ -283,25 +272,16 @@ class ServerChannel:
         """The name of the queue a method names; "" means the last declared on this channel."""
         if name:
             return name
-        if self._last_queue is None:
+        if self.last_queue is None:
             raise errors.NotFound("NOT_FOUND - no previously declared queue")
-        return self._last_queue
+        return self.last_queue
 
-    def _queue(self, name: str) -> Queue:
+    def queue_named(self, name: str) -> Queue:
         """The queue a method names; "" means the queue last declared on this channel."""
         return self.vhost.queue(self._queue_name(name), self.conn)
 
     def _queue_declare(self, m: QueueDeclare) -> None:
-        q = self.vhost.declare_queue(
-            m.queue,
-            owner=self.conn,
-            passive=m.passive,
-            durable=m.durable,
-            exclusive=m.exclusive,
-            auto_delete=m.auto_delete,
-            arguments=m.arguments,
-        )
-        self._last_queue = q.name
+        q = self.declare_queue(m, durable=m.durable, auto_delete=m.auto_delete)
         if not m.no_wait:
             self.send(
                 self._m("queue.declare-ok")(
@@ -309,9 +289,25 @@ class ServerChannel:
                 )
             )
 
+    def declare_queue(self, m: QueueDeclare, *, durable: bool, auto_delete: bool) -> Queue:
+        """queue.declare, without its reply, the queue durable and auto-deleted as
+        ``durable`` and ``auto_delete`` say (0-9 keeps an existing queue's); the queue
+        becomes the channel's last declared."""
+        q = self.vhost.declare_queue(
+            m.queue,
+            owner=self.conn,
+            passive=m.passive,
+            durable=durable,
+            exclusive=m.exclusive,
+            auto_delete=auto_delete,
+            arguments=m.arguments,
+        )
+        self.last_queue = q.name
+        return q
+
     def _queue_bind(self, m: QueueBind) -> None:
         self.vhost.exchange(m.exchange)  # a missing source is named first, as RabbitMQ does
-        q = self._queue(m.queue)
+        q = self.queue_named(m.queue)
         self.vhost.bind(q, m.exchange, m.routing_key, m.arguments)
         if not m.no_wait:
             self.send(self._m("queue.bind-ok")())
@@ -325,23 +321,24 @@ class ServerChannel:
 
     @contextlib.contextmanager
     def _unbinding(self) -> Iterator[None]:
-        """In 0-9-1 an unbind whose queue or exchange is missing is answered unbind-ok, as
-        RabbitMQ 4 does (measured on 4.0.5: after an auto-delete queue or exchange went,
-        as aio-pika's RPC pattern and its exchange-to-exchange tests unbind at their end);
+        """In 0-9-1 (``Dialect.unbind_missing_is_ok``) an unbind whose queue or exchange is
+        missing is answered unbind-ok, as RabbitMQ 4 does (measured on 4.0.5: after an
+        auto-delete queue or exchange went, as aio-pika's RPC pattern and its
+        exchange-to-exchange tests unbind at their end);
         0-9 and 0-8 keep their spec's 404."""
         try:
             yield
         except errors.NotFound:
-            if self.extension is not None:
+            if not self.dialect.unbind_missing_is_ok:
                 raise
 
     def _queue_purge(self, m: QueuePurge) -> None:
-        count = self._queue(m.queue).purge()
+        count = self.queue_named(m.queue).purge()
         if not m.no_wait:
             self.send(self._m("queue.purge-ok")(message_count=count))
 
     def _queue_delete(self, m: QueueDelete) -> None:
-        name = m.queue or self._last_queue or ""
+        name = m.queue or self.last_queue or ""
         count = self.vhost.delete_queue_named(
             name, self.conn, if_unused=m.if_unused, if_empty=m.if_empty
         )
@@ -353,15 +350,19 @@ class ServerChannel:
     def _basic_qos(self, m: BasicQos) -> None:
         if m.prefetch_size:
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - prefetch_size!=0 ({m.prefetch_size})")
-        if m.global_:
-            self.channel_prefetch = m.prefetch_count
+        self.qos(m.prefetch_count, m.global_)
+
+    def qos(self, prefetch_count: int, global_: bool) -> None:
+        """basic.qos's prefetch count, for the channel (``global_``) or its next consumers."""
+        if global_:
+            self.channel_prefetch = prefetch_count
         else:
-            self.prefetch = m.prefetch_count
+            self.prefetch = prefetch_count
         self.send(self._m("basic.qos-ok")())
         self.redispatch()
 
     def _basic_consume(self, m: BasicConsume) -> None:
-        q = self._queue(m.queue)
+        q = self.queue_named(m.queue)
         tag = m.consumer_tag or _generated_tag("amq.ctag-")
         if tag in self.consumers:
             raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
@@ -392,7 +393,7 @@ class ServerChannel:
             self.send(self._m("basic.cancel-ok")(consumer_tag=m.consumer_tag))
 
     def _basic_get(self, m: BasicGet) -> None:
-        q = self._queue(m.queue)
+        q = self.queue_named(m.queue)
         entry = q.get()
         if entry is None:
             self.send(self._m("basic.get-empty")())
@@ -410,7 +411,7 @@ class ServerChannel:
 
     # -- basic: settling ----------------------------------------------------------------------
 
-    def _take_unacked(self, tag: int, multiple: bool) -> list[tuple[int, Unacked]]:
+    def take_unacked(self, tag: int, multiple: bool) -> list[tuple[int, Unacked]]:
         """Remove and return the deliveries an ack/nack/reject names, by delivery tag."""
         unacked = self.unacked
         if multiple:
@@ -427,7 +428,7 @@ class ServerChannel:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - unknown delivery tag {tag}")
         return [(tag, item)]
 
-    def _release(self, items: list[Unacked]) -> set[Queue]:
+    def release(self, items: list[Unacked]) -> set[Queue]:
         """Return prefetch credit for settled deliveries (a get's to its queue's count of
         unsettled gets); the queues that may now push more."""
         queues: set[Queue] = set()
@@ -440,7 +441,7 @@ class ServerChannel:
             queues.add(queue)
         return queues
 
-    def _settle(self, action: str, items: list[Unacked]) -> None:
+    def settle(self, action: str, items: list[Unacked]) -> None:
         if action == "ack":
             self.stats.ack += len(items)
             for _, queue, entry in items:
@@ -451,7 +452,7 @@ class ServerChannel:
         else:
             for _, queue, entry in items:
                 queue.reject(entry)
-        for queue in self._release(items):
+        for queue in self.release(items):
             queue.dispatch()
 
     def _requeue(self, items: list[Unacked]) -> None:
@@ -459,55 +460,50 @@ class ServerChannel:
         for _, queue, entry in items:
             by_queue.setdefault(queue, []).append(entry)
         if self.closed:
-            self._release(items)
+            self.release(items)
         for queue, entries in by_queue.items():
             if self.closed:
                 queue.return_unacked(entries)
             else:
                 queue.requeue(entries)
 
-    def _settle_or_hold(self, action: str, tag: int, multiple: bool) -> None:
-        taken = self._take_unacked(tag, multiple)
+    def settle_or_hold(self, action: str, tag: int, multiple: bool) -> None:
+        taken = self.take_unacked(tag, multiple)
         if self.transactional:
             self._tx_settles.extend((action, t, item) for t, item in taken)
         else:
-            self._settle(action, [item for _, item in taken])
+            self.settle(action, [item for _, item in taken])
 
     def _basic_ack(self, m: BasicAck) -> None:
-        self._settle_or_hold("ack", m.delivery_tag, m.multiple)
+        self.settle_or_hold("ack", m.delivery_tag, m.multiple)
 
     def _basic_nack(self, m: BasicNack) -> None:
-        self._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, m.multiple)
+        self.settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, m.multiple)
 
     def _basic_reject(self, m: BasicReject) -> None:
-        self._settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, False)
+        self.settle_or_hold("requeue" if m.requeue else "reject", m.delivery_tag, False)
 
     def _basic_recover(self, m: BasicRecover | BasicRecoverAsync) -> None:
         if not m.requeue:
             raise errors.NotImplemented_("NOT_IMPLEMENTED - requeue=false")
         items = list(self.unacked.values())
         self.unacked.clear()
-        self._settle("requeue", items)
+        self.settle("requeue", items)
         if m.NAME == "basic.recover":
             self.send(self._m("basic.recover-ok")())
 
     # -- basic: publishing --------------------------------------------------------------------
 
     def publish(self, m: Method, properties: Properties, body: bytes) -> None:
-        """A content-bearing method with its content: basic.publish, or on a 0-9 channel
-        also the file, stream and tunnel contents."""
-        if self.extension is not None:
-            spec09.content(self, m, properties, body)
-        elif isinstance(m, BasicPublish):
-            # The protocol layer pairs a content header with its method's class: basic.
-            self.basic_publish(m, cast(BasicProperties, properties), body)
-        else:
+        """A content-bearing method with its content, handled by the dialect: basic.publish,
+        and in 0-9 also the file, stream and tunnel contents."""
+        handler = self._content_handlers.get(m.NAME)
+        if handler is None:
             raise errors.CommandInvalid(f"COMMAND_INVALID - {m.NAME} is not sent by clients")
+        handler(self, m, properties, body)
 
-    def basic_publish(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
-        """basic.publish with its content."""
-        if m.immediate:
-            raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
+    def publish_basic(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
+        """basic.publish with its content, its immediate flag dealt with by the dialect."""
         self.conn.access.check(m)
         exchange = self.vhost.exchange(m.exchange)
         if exchange.internal:
@@ -635,23 +631,30 @@ class ServerChannel:
         self.transactional = True
         self.send(self._m("tx.select-ok")())
 
-    def _require_tx(self) -> None:
+    def require_tx(self) -> None:
         if not self.transactional:
             raise errors.PreconditionFailed("PRECONDITION_FAILED - channel is not transactional")
 
+    def take_tx_requeues(self) -> list[Unacked]:
+        """The open transaction's requeues (nacks and rejects with requeue), taken out of it:
+        0-9 requeues them elsewhere at commit."""
+        requeued = [item for action, _, item in self._tx_settles if action == "requeue"]
+        self._tx_settles = [s for s in self._tx_settles if s[0] != "requeue"]
+        return requeued
+
     def _tx_commit(self, m: TxCommit) -> None:
-        self._require_tx()
+        self.require_tx()
         publishes, self._tx_publishes = self._tx_publishes, []
         settles, self._tx_settles = self._tx_settles, []
         journaled = [self._enqueue(*publish) for publish in publishes]
         for action, _, item in settles:
-            self._settle(action, [item])
+            self.settle(action, [item])
         if any(journaled) or settles:
             self.vhost.store.sync()  # commit-ok only once the transaction is on disk
         self.send(self._m("tx.commit-ok")())
 
     def _tx_rollback(self, m: TxRollback) -> None:
-        self._require_tx()
+        self.require_tx()
         self._tx_publishes.clear()
         # Rolled-back acks leave their deliveries unacknowledged, as before the ack.
         self.unacked.update((tag, item) for _, tag, item in self._tx_settles)
@@ -660,7 +663,7 @@ class ServerChannel:
         self.send(self._m("tx.rollback-ok")())
 
 
-HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
+_CORE_HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
     "channel.close": ServerChannel._channel_close,
     "channel.close-ok": ServerChannel._channel_close_ok,
     "channel.flow": ServerChannel._channel_flow,
@@ -688,3 +691,7 @@ HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
     "tx.commit": ServerChannel._tx_commit,
     "tx.rollback": ServerChannel._tx_rollback,
 }
+#: The channel methods every dialect starts from (0-9-1's, as RabbitMQ answers them). The
+#: core calls each handler with its ``ServerChannel``; a dialect's own handlers need only
+#: the public surface (``abc.Channel``), hence the one table type.
+CORE_HANDLERS = cast(dict[str, ChannelHandler], _CORE_HANDLERS)

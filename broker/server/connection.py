@@ -20,9 +20,9 @@ import logging
 import platform
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from amqp_protocol import ALL_SPECS, Connection, Method, Properties, Spec, errors, events
+from amqp_protocol import Connection, Method, Properties, Spec, errors, events
 from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD, deliver_frames
 from amqp_protocol.generated.any_version import (
     ConnectionClose,
@@ -40,12 +40,10 @@ from ..config import User
 from ..model.message import Message
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
+from .abc import Server
 from .channel import ServerChannel
 from .content_pump import ContentPump
-from .spec09 import connection_class as spec09_connection
-
-if TYPE_CHECKING:
-    from .app import BrokerServer
+from .dialect import Dialect, Dialects
 
 log = logging.getLogger("broker.connection")
 
@@ -73,12 +71,19 @@ _CHANNEL_CLOSING = frozenset({"channel.close", "channel.close-ok"})
 
 
 class AMQPConnection(asyncio.Protocol):
-    def __init__(self, server: BrokerServer) -> None:
+    """``dialects``: the versions it speaks; the client's protocol header picks one."""
+
+    def __init__(self, server: Server, dialects: Dialects) -> None:
         self.server = server
         self.config = server.config
         self.loop = server.loop
+        self._dialects = dialects
+        #: the negotiated version's dialect (set by the protocol header)
+        self.dialect: Dialect | None = None
         self.proto = Connection(
-            role="server", supported=ALL_SPECS, max_body_size=server.config.max_message_size
+            role="server",
+            supported=dialects.specs,
+            max_body_size=server.config.max_message_size,
         )
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
@@ -105,13 +110,25 @@ class AMQPConnection(asyncio.Protocol):
         self._last_recv = self._last_send = self.loop.time()
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
-        #: 0-9 only: contents sent frame by frame, cancellable by a reject (content_pump)
+        #: contents sent frame by frame, cancellable by a reject (content_pump), in dialects
+        #: with ``cancellable_contents``
         self._pump = ContentPump()
 
     @property
     def spec(self) -> Spec:
         assert self.proto.spec is not None
         return self.proto.spec
+
+    @property
+    def closed(self) -> bool:
+        """The socket is closed, or closing without a close handshake."""
+        return self._closed
+
+    @property
+    def memory_blocked(self) -> bool:
+        """Reading is stopped: the broker is over its memory watermark and this connection
+        publishes."""
+        return self._memory_blocked
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -237,9 +254,17 @@ class AMQPConnection(asyncio.Protocol):
             self.write(data)
 
     def _cancellable(self, body_size: int) -> bool:
-        """Rule basic.reject:01: a 0-9 content of several body frames goes out through the
+        """Rule basic.reject:01: in 0-9 a content of several body frames goes out through the
         pump (0-9-1 clients would not understand a cancelled content)."""
-        return body_size > self.proto.frame_max - FRAME_OVERHEAD and self.spec.version < (0, 9, 1)
+        return (
+            body_size > self.proto.frame_max - FRAME_OVERHEAD and self._spoken.cancellable_contents
+        )
+
+    @property
+    def _spoken(self) -> Dialect:
+        """The dialect, once the protocol header chose it."""
+        assert self.dialect is not None
+        return self.dialect
 
     def _hold_content(self, data: bytes, channel: int, delivery_tag: int, size: int) -> None:
         self._pump.hold(b"".join(self._out))
@@ -337,7 +362,7 @@ class AMQPConnection(asyncio.Protocol):
         if blocked == self._memory_blocked or not self._publisher or self._state != "open":
             return
         self._memory_blocked = blocked
-        spec09_connection.flow_publishers(self, not blocked)
+        self._spoken.publishers_blocked(self, blocked)
         if self.client_capability("connection.blocked"):
             if blocked:
                 self.send_method(0, self.spec.method("connection.blocked")(reason=reason))
@@ -385,9 +410,10 @@ class AMQPConnection(asyncio.Protocol):
             # The protocol layer skips the rest of that body; RabbitMQ closes the channel.
             self._refuse_channel(ev.channel, ev.method, _message_too_large(ev.size, ev.limit))
         elif isinstance(ev, events.ProtocolHeaderReceived):
+            self.dialect = self._dialects.of(ev.spec)
             self._send_start()
         elif isinstance(ev, events.OtherFrameReceived):
-            spec09_connection.other_frame(self, ev)
+            self._spoken.other_frame(self, ev)
         elif isinstance(ev, events.UnsupportedProtocol):
             log.info("connection %s: unsupported protocol header %r", self.peer, ev.header)
             assert self.transport is not None
@@ -409,7 +435,7 @@ class AMQPConnection(asyncio.Protocol):
             if channel is None:
                 if method.NAME != "channel.open":
                     return  # late, for a channel we closed: the protocol layer let it through
-                self.channels[channel_id] = ServerChannel(self, channel_id)
+                self.channels[channel_id] = ServerChannel(self, channel_id, self._spoken)
                 self.send_method(channel_id, self.spec.method("channel.open-ok")())
             elif content is not None:
                 channel.publish(method, content.properties, content.body)
@@ -487,8 +513,7 @@ class AMQPConnection(asyncio.Protocol):
                 ).with_culprit(method.CLASS_ID, method.METHOD_ID)
             handler(self, method)
         except errors.AMQPError as err:
-            if method.NAME == "connection.tune-ok" and spec09_connection.speaks_0_9(self):
-                spec09_connection.refuse_tuning(self, err)
+            if method.NAME == "connection.tune-ok" and self._spoken.tuning_refused(self, err):
                 return
             if not err.class_id:
                 err.with_culprit(method.CLASS_ID, method.METHOD_ID)
@@ -496,23 +521,25 @@ class AMQPConnection(asyncio.Protocol):
 
     def _send_start(self) -> None:
         self._state = "start"
-        version = self.spec.version
+        dialect = self._spoken
+        major, minor = dialect.start_version()
         start = self.spec.method("connection.start")(
-            version_major=version[0],
-            version_minor=version[1],
-            server_properties={
-                "product": "amqp-spark broker",
-                "version": __version__,
-                "platform": f"Python {platform.python_version()}",
-                "copyright": "amqp-spark contributors",
-                "information": "https://www.rabbitmq.com/amqp-0-9-1-reference.html",
-                "cluster_name": "amqp-spark",
-                "capabilities": dict(_CAPABILITIES),
-            },
+            version_major=major,
+            version_minor=minor,
+            server_properties=dialect.server_properties(
+                {
+                    "product": "amqp-spark broker",
+                    "version": __version__,
+                    "platform": f"Python {platform.python_version()}",
+                    "copyright": "amqp-spark contributors",
+                    "information": "https://www.rabbitmq.com/amqp-0-9-1-reference.html",
+                    "cluster_name": "amqp-spark",
+                    "capabilities": dict(_CAPABILITIES),
+                }
+            ),
             mechanisms=" ".join(offered_mechanisms(self._peer_common_name)).encode(),
             locales=b"en_US",
         )
-        spec09_connection.adjust_start(self, start)
         self.send_method(0, start)
 
     def _start_ok(self, m: ConnectionStartOk) -> None:
@@ -618,7 +645,7 @@ class AMQPConnection(asyncio.Protocol):
                 f"NOT_ALLOWED - Connection refused for user '{user.name}'. "
                 f"User connection limit ({limit}) is reached"
             )
-        if spec09_connection.redirected(self, m):
+        if self._spoken.redirected(self, m):
             return
         self.vhost = vhost
         self.access = Access(user, vhost, self.config)

@@ -18,17 +18,16 @@ their basic counterparts are.
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from amqp_protocol import Method, errors
 from amqp_protocol.generated.any_version import AccessRequest
 
-from .state import state_of
+from .state import Ticket, state_of
 
 if TYPE_CHECKING:
     from ...model.vhost import VirtualHost
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 DATA_REALM = "/data"
 ADMIN_REALM = "/admin"
@@ -56,25 +55,15 @@ NEEDED = {
 }
 
 
-@dataclass(frozen=True)
-class Ticket:
-    number: int
-    realm: str
-    rights: frozenset[str]
-    exclusive: bool
-
-
 #: Per virtual host: realm -> the channels holding tickets on it, and which one holds it
 #: exclusively.
-_holders: weakref.WeakKeyDictionary[VirtualHost, dict[str, set[ServerChannel]]] = (
+_holders: weakref.WeakKeyDictionary[VirtualHost, dict[str, set[Channel]]] = (
     weakref.WeakKeyDictionary()
 )
-_exclusive: weakref.WeakKeyDictionary[VirtualHost, dict[str, ServerChannel]] = (
-    weakref.WeakKeyDictionary()
-)
+_exclusive: weakref.WeakKeyDictionary[VirtualHost, dict[str, Channel]] = weakref.WeakKeyDictionary()
 
 
-def _realms_for(channel: ServerChannel) -> set[str]:
+def _realms_for(channel: Channel) -> set[str]:
     user = channel.conn.config.users.get(channel.conn.user or "")
     realms = {DATA_REALM}
     if user is not None and "administrator" in user.tags:
@@ -87,7 +76,7 @@ def _realms_for(channel: ServerChannel) -> set[str]:
 _RIGHT_NEEDS = {"active": "configure", "write": "write", "read": "read"}
 
 
-def _require_permissions(channel: ServerChannel, realm: str, rights: frozenset[str]) -> None:
+def _require_permissions(channel: Channel, realm: str, rights: frozenset[str]) -> None:
     """403 when the user's permissions on the virtual host grant nothing of a right asked
     for on ``/data`` (an empty pattern matches no resource)."""
     if realm != DATA_REALM:
@@ -102,7 +91,7 @@ def _require_permissions(channel: ServerChannel, realm: str, rights: frozenset[s
             )
 
 
-def access_request(channel: ServerChannel, m: AccessRequest) -> None:
+def access_request(channel: Channel, m: AccessRequest) -> None:
     """Grant a ticket, or refuse: an unknown realm looks exactly like a forbidden one."""
     ext = state_of(channel)
     realm = m.realm
@@ -131,7 +120,7 @@ def access_request(channel: ServerChannel, m: AccessRequest) -> None:
     channel.send(channel.conn.spec.method("access.request-ok")(ticket=number))
 
 
-def release(channel: ServerChannel) -> None:
+def release(channel: Channel) -> None:
     """The channel closed: its tickets lapse."""
     for realm, holders in _holders.get(channel.vhost, {}).items():
         holders.discard(channel)
@@ -140,7 +129,7 @@ def release(channel: ServerChannel) -> None:
             del exclusive[realm]
 
 
-def check_ticket(channel: ServerChannel, m: Method) -> None:
+def check_ticket(channel: Channel, m: Method) -> None:
     """403 unless ``m.ticket`` grants what ``m`` needs on the ``/data`` realm (every method
     of ``NEEDED`` has a ticket field)."""
     needed = NEEDED.get(m.NAME)
@@ -178,7 +167,7 @@ PERMISSIONS = {
 }
 
 
-def check_permissions(channel: ServerChannel, m: Method) -> None:
+def check_permissions(channel: Channel, m: Method) -> None:
     """403 unless the user's permissions allow ``m`` (a 0-9 class method) on its resource;
     an empty queue name is the queue last declared on the channel."""
     needed = PERMISSIONS.get(m.NAME)
@@ -187,7 +176,7 @@ def check_permissions(channel: ServerChannel, m: Method) -> None:
     kind, resource, field_name = needed
     name: str = getattr(m, field_name)
     if resource == "queue" and not name:
-        name = channel._last_queue or ""
+        name = channel.last_queue or ""
     channel.conn.access.require(kind, resource, name)
 
 

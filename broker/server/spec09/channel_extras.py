@@ -16,21 +16,21 @@ from amqp_protocol.generated.any_version import (
 )
 
 if TYPE_CHECKING:
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
-def _channel_ok(ch: ServerChannel, m: ChannelResume | ChannelPing | ChannelPong) -> None:
+def _channel_ok(ch: Channel, m: ChannelResume | ChannelPing | ChannelPong) -> None:
     """channel.resume (the channel is already open here: nothing to resume), ping, pong."""
     ch.send(ch.conn.spec.method("channel.ok")())
 
 
-def _channel_ok_received(ch: ServerChannel, m: ChannelOk) -> None:
+def _channel_ok_received(ch: Channel, m: ChannelOk) -> None:
     """channel.ok "signals normal completion of a method": the answer to a resume, ping or
     pong. The server sends none of those, so a client's channel.ok completes nothing, and it
     asks for no reply (it has no response): it is accepted and changes nothing."""
 
 
-def _exchange_bound(ch: ServerChannel, m: ExchangeBound) -> None:
+def _exchange_bound(ch: Channel, m: ExchangeBound) -> None:
     """Is ``queue`` (any queue when empty) bound to ``exchange`` for ``routing-key``?"""
     vhost = ch.vhost
     code, text = 0, "OK"
@@ -45,19 +45,19 @@ def _exchange_bound(ch: ServerChannel, m: ExchangeBound) -> None:
     ch.send(ch.conn.spec.method("exchange.bound-ok")(reply_code=code, reply_text=text))
 
 
-def require_not_transacted(ch: ServerChannel) -> None:
+def require_not_transacted(ch: Channel) -> None:
     if ch.transactional:
         raise errors.PreconditionFailed("PRECONDITION_FAILED - recover on a transacted channel")
 
 
-def requeue_unacked(ch: ServerChannel) -> None:
+def requeue_unacked(ch: Channel) -> None:
     """Everything delivered and unacknowledged on the channel goes back, redelivered."""
     items = list(ch.unacked.values())
     ch.unacked.clear()
-    ch._settle("requeue", items)
+    ch.settle("requeue", items)
 
 
-def _recover_sync(ch: ServerChannel, m: BasicRecoverSync) -> None:
+def _recover_sync(ch: Channel, m: BasicRecoverSync) -> None:
     require_not_transacted(ch)
     requeue_unacked(ch)
     ch.send(ch.conn.spec.method("basic.recover-sync-ok")())

@@ -29,33 +29,31 @@ from __future__ import annotations
 
 import logging
 import socket
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from amqp_protocol import SPEC_0_8, errors, events, frames
+from amqp_protocol import SPEC_0_8, Spec, errors, events, frames
 from amqp_protocol.generated import spec_0_9_1
 from amqp_protocol.generated.any_version import ConnectionOpen
 
-if TYPE_CHECKING:
-    from ..connection import AMQPConnection
+from ..abc import Connection
 
 log = logging.getLogger(__name__)
 
 
-def speaks_0_9(conn: AMQPConnection) -> bool:
-    return conn.spec.version < (0, 9, 1)
+def start_version(spec: Spec) -> tuple[int, int]:
+    """connection.start's version: for 0-8 the one its XML states (major 8, minor 0), which
+    RabbitMQ sends too."""
+    if spec is SPEC_0_8:
+        return 8, 0
+    return spec.version[0], spec.version[1]
 
 
-def adjust_start(conn: AMQPConnection, start: Any) -> None:
-    """connection.start as 0-9 and 0-8 want it: "host" in the server-properties, and for
-    0-8 the version its XML states (major 8, minor 0), which RabbitMQ sends too."""
-    if not speaks_0_9(conn):
-        return
-    start.server_properties["host"] = socket.gethostname()
-    if conn.spec is SPEC_0_8:
-        start.version_major, start.version_minor = 8, 0
+def server_properties(properties: dict[str, Any]) -> dict[str, Any]:
+    """connection.start's server-properties with "host" too."""
+    return {**properties, "host": socket.gethostname()}
 
 
-def redirected(conn: AMQPConnection, m: ConnectionOpen) -> bool:
+def redirected(conn: Connection, m: ConnectionOpen) -> bool:
     """Send connection.redirect and end the connection when the config says so."""
     if isinstance(m, spec_0_9_1.ConnectionOpen):
         return False  # 0-9-1 has no redirect (and no insist field)
@@ -71,16 +69,14 @@ def redirected(conn: AMQPConnection, m: ConnectionOpen) -> bool:
     return True
 
 
-def flow_publishers(conn: AMQPConnection, active: bool) -> None:
-    if not speaks_0_9(conn):
-        return
+def flow_publishers(conn: Connection, active: bool) -> None:
     flow = conn.spec.method("channel.flow")(active=active)
     for channel_id, channel in conn.channels.items():
         if not channel.closed:
             conn.send_method(channel_id, flow)
 
 
-def other_frame(conn: AMQPConnection, ev: events.OtherFrameReceived) -> None:
+def other_frame(conn: Connection, ev: events.OtherFrameReceived) -> None:
     if ev.frame_type == frames.TRACE:
         log.debug("connection %s: trace frame on channel %d ignored", conn.peer, ev.channel)
         return
@@ -90,7 +86,7 @@ def other_frame(conn: AMQPConnection, ev: events.OtherFrameReceived) -> None:
     )
 
 
-def refuse_tuning(conn: AMQPConnection, err: errors.AMQPError) -> None:
+def refuse_tuning(conn: Connection, err: errors.AMQPError) -> None:
     """Close the socket, no negotiated close: the 0-9 rules for a bad tune-ok."""
     log.info("connection %s: tune-ok refused (%s); closing the socket", conn.peer, err)
     conn.abort()

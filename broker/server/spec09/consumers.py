@@ -19,19 +19,19 @@ from .state import state_of
 
 if TYPE_CHECKING:
     from ...model.queues import Queue
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
-def named_queue(channel: ServerChannel, name: str) -> Queue:
+def named_queue(channel: Channel, name: str) -> Queue:
     """The queue a 0-9 method names; "" without a queue declared on the channel is the
     connection exception 530 the spec asks for."""
-    if not name and channel._last_queue is None:
+    if not name and channel.last_queue is None:
         raise errors.NotAllowed("NOT_ALLOWED - no queue named and none declared on this channel")
-    return channel._queue(name)
+    return channel.queue_named(name)
 
 
 def consume(
-    channel: ServerChannel,
+    channel: Channel,
     queue_name: str,
     tag: str,
     content_class: str,
@@ -55,19 +55,19 @@ def consume(
     return consumer
 
 
-def cancel(channel: ServerChannel, tag: str) -> None:
+def cancel(channel: Channel, tag: str) -> None:
     consumer = channel.consumers.pop(tag, None)
     if consumer is not None:
         consumer.queue.remove_consumer(consumer)
 
 
-def may_deliver(channel: ServerChannel, consumer: Consumer) -> bool:
+def may_deliver(channel: Channel, consumer: Consumer) -> bool:
     """Flow, socket and the consumer's prefetch window allow one more delivery."""
     if not (channel.flow_active and channel.conn.writable):
         return False
     return consumer.no_ack or not consumer.prefetch or consumer.unacked < consumer.prefetch
 
 
-def forget(channel: ServerChannel, consumer: Consumer) -> None:
+def forget(channel: Channel, consumer: Consumer) -> None:
     """The consumer's queue went away."""
     channel.consumers.pop(consumer.tag, None)

@@ -44,30 +44,36 @@ from .consumers import named_queue
 from .lanes import lane_totals
 
 if TYPE_CHECKING:
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
-Handler = Callable[["ServerChannel", Any], None]
+Handler = Callable[["Channel", Any], None]
 
 
-def exchange_declare(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: ExchangeDeclare) -> None:
+def exchange_declare(_core: Handler) -> Handler:
+    """Replaces the core handler: redeclaring keeps the exchange's auto-delete."""
+
+    def run(ch: Channel, m: ExchangeDeclare) -> None:
         existing = ch.vhost.exchanges.get(m.exchange)
+        auto_delete = m.auto_delete
         if existing is not None and not m.passive:
-            m.auto_delete = existing.auto_delete
-        core(ch, m)
+            auto_delete = existing.auto_delete
+        ch.declare_exchange(m, auto_delete=auto_delete)
 
     return run
 
 
-def queue_declare(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: QueueDeclare) -> None:
+def queue_declare(_core: Handler) -> Handler:
+    """Replaces the core handler: redeclaring keeps the queue's durable and auto-delete;
+    declare-ok counts the lanes too."""
+
+    def run(ch: Channel, m: QueueDeclare) -> None:
         existing = ch.vhost.queues.get(m.queue) if m.queue else None
         if existing is not None and not m.passive:
-            m.durable, m.auto_delete = existing.durable, existing.auto_delete
-        no_wait, m.no_wait = m.no_wait, True  # the reply is sent here, with the lanes counted
-        core(ch, m)
-        if not no_wait:
-            queue = ch._queue("")
+            durable, auto_delete = existing.durable, existing.auto_delete
+        else:
+            durable, auto_delete = m.durable, m.auto_delete
+        queue = ch.declare_queue(m, durable=durable, auto_delete=auto_delete)
+        if not m.no_wait:
             messages, consumers = lane_totals(queue)
             ch.send(
                 ch.conn.spec.method("queue.declare-ok")(
@@ -78,21 +84,22 @@ def queue_declare(core: Handler) -> Handler:
     return run
 
 
-def queue_purge(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: QueuePurge) -> None:
-        queue = ch._queue(m.queue)
+def queue_purge(_core: Handler) -> Handler:
+    """Replaces the core handler: the lanes are purged and counted too."""
+
+    def run(ch: Channel, m: QueuePurge) -> None:
+        queue = ch.queue_named(m.queue)
         lanes = ch.vhost.lanes_of(queue)
         count = queue.message_count + sum(queue_lane.purge() for queue_lane in lanes)
-        no_wait, m.no_wait = m.no_wait, True
-        core(ch, m)
-        if not no_wait:
+        queue.purge()
+        if not m.no_wait:
             ch.send(ch.conn.spec.method("queue.purge-ok")(message_count=count))
 
     return run
 
 
 def exchange_delete(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: ExchangeDelete) -> None:
+    def run(ch: Channel, m: ExchangeDelete) -> None:
         if m.exchange and m.exchange not in ch.vhost.exchanges:
             raise errors.NotFound(f"NOT_FOUND - no exchange '{m.exchange}'")
         core(ch, m)
@@ -104,11 +111,11 @@ def queue_delete(_core: Handler) -> Handler:
     """Replaces the core handler: the queue's pending messages (of every content class) go to
     its dead-letter exchange instead of being dropped (rule queue.delete:01)."""
 
-    def run(ch: ServerChannel, m: QueueDelete) -> None:
-        name = m.queue or ch._last_queue or ""
+    def run(ch: Channel, m: QueueDelete) -> None:
+        name = m.queue or ch.last_queue or ""
         if name not in ch.vhost.queues:
             raise errors.NotFound(f"NOT_FOUND - no queue '{name}'")
-        queue = ch._queue(name)
+        queue = ch.queue_named(name)
         messages, consumers = lane_totals(queue)
         if m.if_unused and consumers:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' in use")
@@ -129,7 +136,7 @@ def _as_connection_exception(err: errors.AMQPError) -> errors.AMQPError:
 
 
 def queue_bind(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: QueueBind) -> None:
+    def run(ch: Channel, m: QueueBind) -> None:
         try:
             queue = named_queue(ch, m.queue)
             exchange = ch.vhost.exchange(m.exchange)
@@ -150,7 +157,7 @@ def queue_bind(core: Handler) -> Handler:
 
 
 def queue_unbind(core: Handler) -> Handler:
-    def run(ch: ServerChannel, m: QueueUnbind) -> None:
+    def run(ch: Channel, m: QueueUnbind) -> None:
         try:
             core(ch, m)
         except errors.AMQPError as err:

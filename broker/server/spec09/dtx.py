@@ -12,15 +12,15 @@ from amqp_protocol.generated.any_version import DtxSelect, DtxStart
 from .state import state_of
 
 if TYPE_CHECKING:
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
-def _select(ch: ServerChannel, m: DtxSelect) -> None:
+def _select(ch: Channel, m: DtxSelect) -> None:
     state_of(ch).dtx_selected = True
     ch.send(ch.conn.spec.method("dtx.select-ok")())
 
 
-def _start(ch: ServerChannel, m: DtxStart) -> None:
+def _start(ch: Channel, m: DtxStart) -> None:
     ext = state_of(ch)
     if not ext.dtx_selected:
         raise errors.PreconditionFailed("PRECONDITION_FAILED - dtx.start before dtx.select")

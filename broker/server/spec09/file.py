@@ -34,13 +34,13 @@ from .state import OutgoingFile, state_of
 if TYPE_CHECKING:
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
 class FileSink:
     """Delivers file messages of a channel's file consumers."""
 
-    def __init__(self, channel: ServerChannel) -> None:
+    def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
     def can_deliver(self, consumer: Consumer) -> bool:
@@ -61,12 +61,12 @@ class FileSink:
         consumers.forget(self.channel, consumer)
 
 
-def _qos(ch: ServerChannel, m: FileQos) -> None:
+def _qos(ch: Channel, m: FileQos) -> None:
     state_of(ch).prefetch["file"] = m.prefetch_count
     ch.send(ch.conn.spec.method("file.qos-ok")())
 
 
-def _consume(ch: ServerChannel, m: FileConsume) -> None:
+def _consume(ch: Channel, m: FileConsume) -> None:
     consumer = consumers.consume(
         ch, m.queue, m.consumer_tag, "file", FileSink(ch), no_ack=m.no_ack, exclusive=m.exclusive
     )
@@ -75,13 +75,13 @@ def _consume(ch: ServerChannel, m: FileConsume) -> None:
     consumer.queue.dispatch()
 
 
-def _cancel(ch: ServerChannel, m: FileCancel) -> None:
+def _cancel(ch: Channel, m: FileCancel) -> None:
     consumers.cancel(ch, m.consumer_tag)
     if not m.no_wait:
         ch.send(ch.conn.spec.method("file.cancel-ok")(consumer_tag=m.consumer_tag))
 
 
-def _open(ch: ServerChannel, m: FileOpen) -> None:
+def _open(ch: Channel, m: FileOpen) -> None:
     """The client starts (or resumes) staging ``identifier``."""
     ext = state_of(ch)
     if ext.staging is not None:
@@ -94,7 +94,7 @@ def _open(ch: ServerChannel, m: FileOpen) -> None:
     ch.send(ch.conn.spec.method("file.open-ok")(staged_size=len(staged.data)))
 
 
-def stage(ch: ServerChannel, m: FileStage, properties: FileProperties, body: bytes) -> None:
+def stage(ch: Channel, m: FileStage, properties: FileProperties, body: bytes) -> None:
     """The client's file.stage: the content from the offset file.open-ok gave."""
     ext = state_of(ch)
     if ext.staging is None:
@@ -104,7 +104,7 @@ def stage(ch: ServerChannel, m: FileStage, properties: FileProperties, body: byt
     staging.put(ch, identifier, staging.Staged(staged.data + body, properties, complete=True))
 
 
-def interrupted(ch: ServerChannel, partial: bytes) -> None:
+def interrupted(ch: Channel, partial: bytes) -> None:
     """The channel went away in the middle of a stage: keep what arrived for a resume."""
     ext = state_of(ch)
     if ext.staging is None:
@@ -114,7 +114,7 @@ def interrupted(ch: ServerChannel, partial: bytes) -> None:
     ext.staging = None
 
 
-def _publish(ch: ServerChannel, m: FilePublish) -> None:
+def _publish(ch: Channel, m: FilePublish) -> None:
     staged = staging.get(ch, m.identifier)
     if staged is None or not staged.complete:
         raise errors.NotFound(f"NOT_FOUND - no staged file '{m.identifier}'")
@@ -132,7 +132,7 @@ def _publish(ch: ServerChannel, m: FilePublish) -> None:
     publish(ch, m.exchange, message, m.mandatory, m.immediate)
 
 
-def _open_ok(ch: ServerChannel, m: FileOpenOk) -> None:
+def _open_ok(ch: Channel, m: FileOpenOk) -> None:
     """The client is ready for the file we opened: stage it from its offset, deliver it."""
     ext = state_of(ch)
     outgoing = ext.outgoing_file
@@ -162,11 +162,11 @@ def _open_ok(ch: ServerChannel, m: FileOpenOk) -> None:
     outgoing.lane.dispatch()
 
 
-def _ack(ch: ServerChannel, m: FileAck) -> None:
-    ch._settle_or_hold("ack", m.delivery_tag, m.multiple)
+def _ack(ch: Channel, m: FileAck) -> None:
+    ch.settle_or_hold("ack", m.delivery_tag, m.multiple)
 
 
-def _reject(ch: ServerChannel, m: FileReject) -> None:
+def _reject(ch: Channel, m: FileReject) -> None:
     rejects.reject(ch, m.delivery_tag, m.requeue)
 
 

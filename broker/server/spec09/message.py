@@ -45,7 +45,7 @@ from .state import HeldTransfer, state_of
 if TYPE_CHECKING:
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 #: message.transfer fields that travel with the message (not the per-delivery ones).
 _PER_DELIVERY = ("ticket", "destination", "redelivered", "body")
@@ -56,13 +56,11 @@ def _text(value: bytes | str) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
-def _ok(ch: ServerChannel) -> None:
+def _ok(ch: Channel) -> None:
     ch.send(ch.conn.spec.method("message.ok")())
 
 
-def _send_transfer(
-    ch: ServerChannel, destination: str, entry: QueuedMessage, tag: int | None
-) -> None:
+def _send_transfer(ch: Channel, destination: str, entry: QueuedMessage, tag: int | None) -> None:
     message = entry.message
     transfer = ch.conn.spec.method("message.transfer")(
         **message.properties,
@@ -75,7 +73,7 @@ def _send_transfer(
 
 
 class MessageSink:
-    def __init__(self, channel: ServerChannel) -> None:
+    def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
     def can_deliver(self, consumer: Consumer) -> bool:
@@ -89,7 +87,7 @@ class MessageSink:
         consumers.forget(self.channel, consumer)
 
 
-def _transfer(ch: ServerChannel, m: MessageTransfer) -> None:
+def _transfer(ch: Channel, m: MessageTransfer) -> None:
     headers = {f: getattr(m, f) for f in m.FIELD_NAMES if f not in _PER_DELIVERY}
     headers["exchange"] = m.destination
     body: Content = m.body
@@ -111,7 +109,7 @@ def _transfer(ch: ServerChannel, m: MessageTransfer) -> None:
     _ok(ch)
 
 
-def _consume(ch: ServerChannel, m: MessageConsume) -> None:
+def _consume(ch: Channel, m: MessageConsume) -> None:
     consumer = consumers.consume(
         ch,
         m.queue,
@@ -125,12 +123,12 @@ def _consume(ch: ServerChannel, m: MessageConsume) -> None:
     consumer.queue.dispatch()
 
 
-def _cancel(ch: ServerChannel, m: MessageCancel) -> None:
+def _cancel(ch: Channel, m: MessageCancel) -> None:
     consumers.cancel(ch, m.destination)
     _ok(ch)
 
 
-def _get(ch: ServerChannel, m: MessageGet) -> None:
+def _get(ch: Channel, m: MessageGet) -> None:
     queue = lane(consumers.named_queue(ch, m.queue), "message")
     entry = queue.get()
     if entry is None:
@@ -141,62 +139,62 @@ def _get(ch: ServerChannel, m: MessageGet) -> None:
     _ok(ch)
 
 
-def _recover(ch: ServerChannel, m: MessageRecover) -> None:
+def _recover(ch: Channel, m: MessageRecover) -> None:
     require_not_transacted(ch)
     requeue_unacked(ch)
     _ok(ch)
 
 
-def _qos(ch: ServerChannel, m: MessageQos) -> None:
+def _qos(ch: Channel, m: MessageQos) -> None:
     state_of(ch).prefetch["message"] = m.prefetch_count
     _ok(ch)
 
 
-def _settle_transfer(ch: ServerChannel, action: str) -> None:
+def _settle_transfer(ch: Channel, action: str) -> None:
     """The client answered our oldest outstanding transfer."""
     awaiting = state_of(ch).transfers_awaiting_ok
     if not awaiting:
         raise errors.CommandInvalid("COMMAND_INVALID - no message.transfer awaits an answer")
     tag = awaiting.popleft()
     if tag is not None and tag in ch.unacked:
-        ch._settle_or_hold(action, tag, False)
+        ch.settle_or_hold(action, tag, False)
 
 
-def _client_ok(ch: ServerChannel, m: MessageOk) -> None:
+def _client_ok(ch: Channel, m: MessageOk) -> None:
     _settle_transfer(ch, "ack")
 
 
-def _client_reject(ch: ServerChannel, m: MessageReject) -> None:
+def _client_reject(ch: Channel, m: MessageReject) -> None:
     _settle_transfer(ch, "reject")
 
 
-def _open_reference(ch: ServerChannel, reference: str, data: bytes) -> None:
+def _open_reference(ch: Channel, reference: str, data: bytes) -> None:
     ext = state_of(ch)
     if reference in ext.references:
         raise errors.PreconditionFailed(f"PRECONDITION_FAILED - reference '{reference}' is open")
     ext.references[reference] = bytearray(data)
 
 
-def _open_data(ch: ServerChannel, reference: str) -> bytearray:
+def _open_data(ch: Channel, reference: str) -> bytearray:
     data = state_of(ch).references.get(reference)
     if data is None:
         raise errors.NotFound(f"NOT_FOUND - reference '{reference}' is not open")
     return data
 
 
-def _open(ch: ServerChannel, m: MessageOpen) -> None:
+def _open(ch: Channel, m: MessageOpen) -> None:
     _open_reference(ch, _text(m.reference), b"")
     _ok(ch)
 
 
-def _append(ch: ServerChannel, m: MessageAppend) -> None:
+def _append(ch: Channel, m: MessageAppend) -> None:
     _open_data(ch, _text(m.reference)).extend(
         m.bytes.encode() if isinstance(m.bytes, str) else m.bytes
     )
     _ok(ch)
 
 
-def _close(ch: ServerChannel, m: MessageClose) -> None:
+def _close(ch: Channel, m: MessageClose) -> None:
     reference = _text(m.reference)
     data = bytes(_open_data(ch, reference))
     ext = state_of(ch)
@@ -208,13 +206,13 @@ def _close(ch: ServerChannel, m: MessageClose) -> None:
     _ok(ch)
 
 
-def _checkpoint(ch: ServerChannel, m: MessageCheckpoint) -> None:
+def _checkpoint(ch: Channel, m: MessageCheckpoint) -> None:
     data = _open_data(ch, _text(m.reference))
     staging.put(ch, "message:" + m.identifier, staging.Staged(bytes(data)))
     _ok(ch)
 
 
-def _resume(ch: ServerChannel, m: MessageResume) -> None:
+def _resume(ch: Channel, m: MessageResume) -> None:
     saved = staging.get(ch, "message:" + m.identifier)
     data = saved.data if saved is not None else b""
     _open_reference(ch, _text(m.reference), data)

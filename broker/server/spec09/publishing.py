@@ -22,11 +22,11 @@ from .state import state_of
 
 if TYPE_CHECKING:
     from ...model.exchanges import Exchange
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
 def consumer_ready(
-    channel: ServerChannel, exchange: Exchange, routing_key: str, headers: Any, content_class: str
+    channel: Channel, exchange: Exchange, routing_key: str, headers: Any, content_class: str
 ) -> bool:
     """Would a ``content_class`` message be taken by a consumer right now?"""
     for queue in channel.vhost.route(exchange, routing_key, headers or {}):
@@ -36,9 +36,7 @@ def consumer_ready(
     return False
 
 
-def send_return(
-    channel: ServerChannel, message: Any, content_class: str, code: int, text: str
-) -> None:
+def send_return(channel: Channel, message: Any, content_class: str, code: int, text: str) -> None:
     returned = channel.conn.spec.method(f"{content_class}.return")(
         reply_code=code, reply_text=text, exchange=message.exchange, routing_key=message.routing_key
     )
@@ -46,7 +44,7 @@ def send_return(
 
 
 def publish(
-    channel: ServerChannel,
+    channel: Channel,
     exchange_name: str,
     message: ClassMessage,
     mandatory: bool,
@@ -74,9 +72,7 @@ def publish(
     return True
 
 
-def enqueue(
-    channel: ServerChannel, exchange: Exchange, message: ClassMessage, mandatory: bool
-) -> None:
+def enqueue(channel: Channel, exchange: Exchange, message: ClassMessage, mandatory: bool) -> None:
     queues = channel.vhost.route(exchange, message.routing_key, message.headers)
     if not queues and mandatory and message.content_class in ("file", "stream"):
         send_return(channel, message, message.content_class, 312, "NO_ROUTE")
@@ -84,7 +80,7 @@ def enqueue(
         lane(queue, message.content_class).publish(message)
 
 
-def commit(channel: ServerChannel) -> None:
+def commit(channel: Channel) -> None:
     """tx.commit: route the contents held by the transaction."""
     ext = state_of(channel)
     held, ext.tx_publishes = ext.tx_publishes, []

@@ -16,21 +16,21 @@ from .state import state_of
 if TYPE_CHECKING:
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
-    from ..channel import ServerChannel, Unacked
+    from ..abc import Channel, Unacked
 
 
-def reject(ch: ServerChannel, delivery_tag: int, requeue: bool) -> None:
+def reject(ch: Channel, delivery_tag: int, requeue: bool) -> None:
     ch.conn.cancel_content(ch.id, delivery_tag)  # rule basic.reject:01: if still being sent
     if not requeue or ch.transactional:
-        ch._settle_or_hold("requeue" if requeue else "reject", delivery_tag, False)
+        ch.settle_or_hold("requeue" if requeue else "reject", delivery_tag, False)
         return
-    requeue_elsewhere(ch, [item for _, item in ch._take_unacked(delivery_tag, False)])
+    requeue_elsewhere(ch, [item for _, item in ch.take_unacked(delivery_tag, False)])
 
 
-def requeue_elsewhere(ch: ServerChannel, items: list[Unacked]) -> None:
+def requeue_elsewhere(ch: Channel, items: list[Unacked]) -> None:
     """Hand each rejected delivery to another channel's consumer, or park it."""
     parked = state_of(ch).parked
-    for queue in ch._release(items):
+    for queue in ch.release(items):
         queue.dispatch()
     for _, queue, entry in items:
         entry.redelivered = True
@@ -45,7 +45,7 @@ def requeue_elsewhere(ch: ServerChannel, items: list[Unacked]) -> None:
         other.sink.deliver(other, queue, entry)
 
 
-def _other_consumer(ch: ServerChannel, queue: Queue) -> Consumer | None:
+def _other_consumer(ch: Channel, queue: Queue) -> Consumer | None:
     for consumer in queue.consumers:
         sink_channel = getattr(consumer.sink, "channel", consumer.sink)
         if sink_channel is not ch and consumer.sink.can_deliver(consumer):
@@ -53,7 +53,7 @@ def _other_consumer(ch: ServerChannel, queue: Queue) -> Consumer | None:
     return None
 
 
-def release_parked(ch: ServerChannel) -> None:
+def release_parked(ch: Channel) -> None:
     """The channel is closing: its parked messages go back to their queues. The channel
     takes no delivery from now on (its consumers are still registered at this point)."""
     ext = state_of(ch)

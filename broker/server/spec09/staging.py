@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
 @dataclass
@@ -28,21 +28,21 @@ _areas: weakref.WeakKeyDictionary[Any, dict[tuple[str, str, str], Staged]] = (
 )
 
 
-def _area(channel: ServerChannel) -> dict[tuple[str, str, str], Staged]:
+def _area(channel: Channel) -> dict[tuple[str, str, str], Staged]:
     return _areas.setdefault(channel.conn.server, {})
 
 
-def _key(channel: ServerChannel, identifier: str) -> tuple[str, str, str]:
+def _key(channel: Channel, identifier: str) -> tuple[str, str, str]:
     return (channel.vhost.name, channel.conn.user or "", identifier)
 
 
-def get(channel: ServerChannel, identifier: str) -> Staged | None:
+def get(channel: Channel, identifier: str) -> Staged | None:
     return _area(channel).get(_key(channel, identifier))
 
 
-def put(channel: ServerChannel, identifier: str, staged: Staged) -> None:
+def put(channel: Channel, identifier: str, staged: Staged) -> None:
     _area(channel)[_key(channel, identifier)] = staged
 
 
-def pop(channel: ServerChannel, identifier: str) -> Staged | None:
+def pop(channel: Channel, identifier: str) -> Staged | None:
     return _area(channel).pop(_key(channel, identifier), None)

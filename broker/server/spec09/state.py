@@ -10,9 +10,18 @@ if TYPE_CHECKING:
     from ...model.exchanges import Exchange
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
-    from ..channel import ServerChannel
-    from .access import Ticket
+    from ..abc import Channel
     from .class_message import ClassMessage
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """An access ticket (see access)."""
+
+    number: int
+    realm: str
+    rights: frozenset[str]
+    exclusive: bool
 
 
 @dataclass
@@ -67,7 +76,7 @@ class Spec09State:
     dtx_identifier: str | None = None
 
 
-def state_of(channel: ServerChannel) -> Spec09State:
-    ext = channel.extension
-    assert ext is not None, "a 0-9 method on a channel that does not speak 0-9"
-    return ext
+def state_of(channel: Channel) -> Spec09State:
+    state = channel.dialect_state
+    assert isinstance(state, Spec09State), "a 0-9 method on a channel that does not speak 0-9"
+    return state

@@ -36,11 +36,11 @@ from .state import state_of
 if TYPE_CHECKING:
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 
 class StreamSink:
-    def __init__(self, channel: ServerChannel) -> None:
+    def __init__(self, channel: Channel) -> None:
         self.channel = channel
 
     def can_deliver(self, consumer: Consumer) -> bool:
@@ -79,7 +79,7 @@ class StreamSink:
         consumers.forget(self.channel, consumer)
 
 
-def _qos(ch: ServerChannel, m: StreamQos) -> None:
+def _qos(ch: Channel, m: StreamQos) -> None:
     """Sets the consume rate; the prefetch values are ignored (see the module's doc)."""
     ext = state_of(ch)
     ext.consume_rate = m.consume_rate
@@ -87,7 +87,7 @@ def _qos(ch: ServerChannel, m: StreamQos) -> None:
     ch.redispatch()
 
 
-def _consume(ch: ServerChannel, m: StreamConsume) -> None:
+def _consume(ch: Channel, m: StreamConsume) -> None:
     consumer = consumers.consume(
         ch, m.queue, m.consumer_tag, "stream", StreamSink(ch), no_ack=True, exclusive=m.exclusive
     )
@@ -96,14 +96,14 @@ def _consume(ch: ServerChannel, m: StreamConsume) -> None:
     consumer.queue.dispatch()
 
 
-def _cancel(ch: ServerChannel, m: StreamCancel) -> None:
+def _cancel(ch: Channel, m: StreamCancel) -> None:
     consumers.cancel(ch, m.consumer_tag)
     if not m.no_wait:
         ch.send(ch.conn.spec.method("stream.cancel-ok")(consumer_tag=m.consumer_tag))
 
 
 def stream_publish(
-    ch: ServerChannel, m: StreamPublish, properties: StreamProperties, body: bytes
+    ch: Channel, m: StreamPublish, properties: StreamProperties, body: bytes
 ) -> None:
     message = ClassMessage(
         "stream", m.exchange, m.routing_key, properties, body, priority=properties.priority

@@ -17,17 +17,17 @@ from amqp_protocol.generated.any_version import TunnelProperties, TunnelRequest
 
 if TYPE_CHECKING:
     from ...model.vhost import VirtualHost
-    from ..channel import ServerChannel
+    from ..abc import Channel
 
 _Data = tuple[Any, Any, bytes]  #: (tunnel.request, properties, body)
-_endpoints: weakref.WeakKeyDictionary[VirtualHost, dict[str, list[ServerChannel]]] = (
+_endpoints: weakref.WeakKeyDictionary[VirtualHost, dict[str, list[Channel]]] = (
     weakref.WeakKeyDictionary()
 )
 _kept: weakref.WeakKeyDictionary[VirtualHost, dict[str, list[_Data]]] = weakref.WeakKeyDictionary()
 
 
 def tunnel_request(
-    ch: ServerChannel, m: TunnelRequest, properties: TunnelProperties, body: bytes
+    ch: Channel, m: TunnelRequest, properties: TunnelProperties, body: bytes
 ) -> None:
     proxy = properties.proxy_name
     if not proxy:
@@ -51,6 +51,6 @@ def tunnel_request(
         _forward(peer, (m, properties, body))
 
 
-def _forward(ch: ServerChannel, data: _Data) -> None:
+def _forward(ch: Channel, data: _Data) -> None:
     method, properties, body = data
     ch.conn.send_content(ch.id, method, properties, body)

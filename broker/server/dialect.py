@@ -1,0 +1,103 @@
+"""A protocol dialect: one AMQP version as the server speaks it, plugged into the one core.
+
+The client's protocol header picks the dialect (``Dialects.of``) among those registered where
+the server is built (``app.py``). The core (``connection.py``, ``channel.py``) frames,
+negotiates and dispatches; the dialect supplies what differs between versions:
+
+- its channel method handlers and its content handlers, by method name; the handlers work
+  on the channel's public surface (``abc.Channel``);
+- the state it keeps per channel beyond the core's, and what happens to it when the
+  channel closes;
+- its few policies: a further check before each delivery, whether an unbind of something
+  missing is answered unbind-ok, whether multi-frame deliveries may be cancelled, and its
+  connection-level behaviour (connection.start's version and server properties, redirects,
+  stopping publishers over the memory watermark, a refused tune-ok, frames of other types).
+
+The defaults here are the behaviour of a version that has none of these extras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from amqp_protocol import Spec, errors, events
+from amqp_protocol.generated.any_version import ConnectionOpen
+
+from .abc import Channel, Connection
+
+#: A channel method handler. Each takes its own generated method class; the table maps names.
+ChannelHandler = Callable[[Channel, Any], None]
+#: A handler of a content-bearing method from the client: (channel, method, properties, body),
+#: the properties of the method's class.
+ContentHandler = Callable[[Channel, Any, Any, bytes], None]
+
+
+class Dialect:
+    """What one protocol version supplies to the core (see the module's doc)."""
+
+    #: An unbind whose queue or exchange is missing is answered unbind-ok, not 404.
+    unbind_missing_is_ok = False
+    #: A delivery of several body frames may be cancelled by a reject while it is sent
+    #: (through the connection's content pump).
+    cancellable_contents = False
+    #: Checked before each delivery to a consumer that acknowledges, after the core's own
+    #: limits (None: nothing more to check).
+    delivery_limit: Callable[[Channel], bool] | None = None
+
+    def __init__(
+        self,
+        spec: Spec,
+        channel_handlers: Mapping[str, ChannelHandler],
+        content_handlers: Mapping[str, ContentHandler],
+    ) -> None:
+        self.spec = spec
+        self.channel_handlers = channel_handlers
+        self.content_handlers = content_handlers
+
+    def channel_state(self) -> object:
+        """What a new channel keeps for this dialect (``Channel.dialect_state``)."""
+        return None
+
+    def channel_closing(self, channel: Channel) -> None:
+        """The channel is being torn down (before its consumers are cancelled)."""
+
+    def start_version(self) -> tuple[int, int]:
+        """connection.start's version-major and version-minor."""
+        return self.spec.version[0], self.spec.version[1]
+
+    def server_properties(self, properties: dict[str, Any]) -> dict[str, Any]:
+        """connection.start's server-properties, from the core's ``properties``."""
+        return properties
+
+    def redirected(self, conn: Connection, m: ConnectionOpen) -> bool:
+        """Send the client elsewhere instead of opening ``m``'s virtual host (True: done)."""
+        return False
+
+    def publishers_blocked(self, conn: Connection, blocked: bool) -> None:
+        """The broker's memory crossed its watermark while ``conn`` publishes."""
+
+    def tuning_refused(self, conn: Connection, err: errors.AMQPError) -> bool:
+        """A connection.tune-ok was refused with ``err``: True when handled here, else the
+        core closes the connection with ``err``."""
+        return False
+
+    def other_frame(self, conn: Connection, ev: events.OtherFrameReceived) -> None:
+        """A frame of a type other than method, header, body and heartbeat."""
+        raise errors.UnexpectedFrame(f"UNEXPECTED_FRAME - frame type {ev.frame_type}")
+
+
+class Dialects:
+    """The dialects a server speaks, preferred first (a client asking for none of them is
+    answered with the first one's protocol header)."""
+
+    def __init__(self, *dialects: Dialect) -> None:
+        self._dialects = dialects
+
+    @property
+    def specs(self) -> tuple[Spec, ...]:
+        return tuple(d.spec for d in self._dialects)
+
+    def of(self, spec: Spec) -> Dialect:
+        """The dialect of the version a protocol header negotiated."""
+        return next(d for d in self._dialects if d.spec is spec)
