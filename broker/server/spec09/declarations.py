@@ -68,7 +68,7 @@ def queue_declare(core: Handler) -> Handler:
         core(ch, m)
         if not no_wait:
             queue = ch._queue("")
-            messages, consumers = lane_totals(queue)
+            messages, consumers = lane_totals(ch.vhost, queue)
             ch.send(
                 ch.conn.spec.method("queue.declare-ok")(
                     queue=queue.name, message_count=messages, consumer_count=consumers
@@ -109,7 +109,7 @@ def queue_delete(_core: Handler) -> Handler:
         if name not in ch.vhost.queues:
             raise errors.NotFound(f"NOT_FOUND - no queue '{name}'")
         queue = ch._queue(name)
-        messages, consumers = lane_totals(queue)
+        messages, consumers = lane_totals(ch.vhost, queue)
         if m.if_unused and consumers:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' in use")
         if m.if_empty and messages:
