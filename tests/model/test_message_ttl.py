@@ -4,7 +4,10 @@ and is dead-lettered with the reason ``expired``."""
 
 from __future__ import annotations
 
-from .fakes import Host, RecordingSink, consume, message, ready_bodies
+from broker.model.memory import MemoryGauge
+from broker.model.vhost import VirtualHost
+
+from .fakes import FakeClock, Host, RecordingSink, consume, message, ready_bodies
 
 
 def test_a_message_expires_when_the_queue_ttl_runs_out_and_is_dead_lettered_as_expired() -> None:
@@ -104,3 +107,27 @@ def test_one_expiry_timer_is_armed_for_the_head_and_none_once_the_queue_is_empty
     assert host.clock.pending == 1
     host.clock.advance(0.051)
     assert (queue.message_count, host.clock.pending) == (0, 0)
+
+
+def test_an_expired_message_reaches_the_dead_letter_queue_with_its_death_recorded() -> None:
+    """Through a ``VirtualHost`` on the fake clock: the queue's dead-letter exchange and key
+    route the copy, whose ``x-death`` names the reason, queue, exchange and routing keys."""
+    clock = FakeClock()
+    vhost = VirtualHost("/", clock, MemoryGauge(1 << 30))
+    dlq = vhost.declare_queue("dlq", owner=None)
+    arguments = {
+        "x-message-ttl": 50,
+        "x-dead-letter-exchange": "",
+        "x-dead-letter-routing-key": "dlq",
+    }
+    queue = vhost.declare_queue("q", owner=None, arguments=arguments)
+    queue.publish(message(b"old", headers={"h": 1}))
+    clock.advance(0.051)
+    entry = dlq.get()
+    assert entry is not None and entry.message.body == b"old"
+    headers = entry.message.headers
+    death = headers["x-death"][0]
+    assert (death["reason"], death["queue"], death["count"]) == ("expired", "q", 1)
+    assert (death["exchange"], death["routing-keys"]) == ("", ["q"])
+    assert (headers["x-first-death-reason"], headers["h"]) == ("expired", 1)
+    assert queue.message_count == 0
