@@ -116,7 +116,7 @@ def consumer_info(channel: ServerChannel, consumer: Consumer) -> dict[str, Any]:
     conn = channel.conn
     return {
         "consumer_tag": consumer.tag,
-        "queue": {"name": consumer.queue.name, "vhost": consumer.queue.vhost.name},
+        "queue": {"name": consumer.queue.name, "vhost": consumer.queue.context.vhost},
         "channel_details": {
             **_connection_details(conn),
             "name": _channel_name(channel),

@@ -44,7 +44,9 @@ def add_vhost(broker: BrokerServer, name: str) -> bool:
         return True
     if not name:
         bad_request("a vhost needs a name")
-    broker.vhosts[name] = VirtualHost(name, broker.loop, broker.memory, broker.store)
+    broker.vhosts[name] = VirtualHost(
+        name, broker.loop, broker.memory, broker.store, broker.queue_types
+    )
     broker.config.vhosts.append(name)
     return False
 

@@ -9,37 +9,18 @@ the broker has a data directory.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .queues import Queue, QueueStore, SpillQueue
 
 if TYPE_CHECKING:
     from .exchanges import Exchange
-    from .message import Message, QueuedMessage
-    from .queues import Queue
+    from .message import Message
 
 
-#: How recovery puts back a journaled message of a content class other than basic (the 0-9
-#: file and message classes, which queues hold in lanes): AMQP class id -> restore(queue,
-#: journal message id, the message's bytes). The server module of those classes registers.
-CONTENT_RESTORERS: dict[int, Callable[[Queue, int, bytes], None]] = {}
-
-
-class SpillQueue(Protocol):
-    """Queue entries kept on disk, first in first out
-    (``broker.store.spilled_entries.SpilledEntries``)."""
-
-    def __len__(self) -> int: ...
-
-    def push(self, entry: QueuedMessage) -> None: ...
-
-    def pop(self) -> QueuedMessage: ...
-
-    def close(self) -> None: ...
-
-
-class Persistence(Protocol):
-    #: True when messages and definitions outlive the process.
-    durable: bool
+class Persistence(QueueStore, Protocol):
+    """The hooks of ``QueueStore`` (those queues call) and those of the virtual host and
+    the channel."""
 
     def exchange_declared(self, vhost: str, exchange: Exchange) -> None: ...
 
@@ -71,30 +52,8 @@ class Persistence(Protocol):
         confirm (if ``token`` is not None) then waits until the store reports it written."""
         ...
 
-    def content_routed(self, queue: Queue, class_id: int, data: bytes) -> int:
-        """A message of content class ``class_id`` (not basic; ``data`` is its encoding, which
-        ``CONTENT_RESTORERS[class_id]`` reads back) is enqueued on ``queue``: a store journals
-        it if the queue is durable. Returns its journal id (0: not journaled); the queue's
-        ``message_removed`` acks it as for basic messages."""
-        ...
-
-    def message_removed(self, queue: Queue, message: Message) -> None:
-        """The message left the queue for good (acked, dropped, purged, dead-lettered, or
-        refused on arrival); called exactly once per queue the message was routed to."""
-        ...
-
-    def messages_delivered(self, queue: Queue, msg_ids: list[int]) -> None:
-        """``queue`` (a durable one) handed these journaled messages to consumers or to
-        basic.get, unacknowledged, and their frames have not left yet: a store records it
-        before returning, so that after a restart they come back redelivered."""
-        ...
-
     def sync(self) -> None:
         """Return once everything recorded so far is on disk (tx.commit)."""
-        ...
-
-    def spill_fifo(self) -> SpillQueue:
-        """Disk space for the tail of a queue larger than memory."""
         ...
 
 

@@ -1,9 +1,11 @@
 """Queue types by their ``x-queue-type`` name: the seam where stream queues plug in.
 
-A queue type is a factory with the signature of ``Queue`` returning an object with its
-interface (publish, dispatch, get, settle, requeue, reject, add/remove_consumer, purge,
-destroy, ...). "quorum" is a configuration of the classic queue (``quorum.py``);
-``broker/streams/`` registers "stream" with ``register_queue_type``.
+A queue type is a factory with the signature of ``Queue`` (a ``QueueContext``, the name,
+the declaration's flags and arguments) returning an object with its interface (publish,
+dispatch, get, settle, requeue, reject, add/remove_consumer, purge, destroy, ...).
+"classic" and "quorum" (a configuration of the classic queue, ``quorum.py``) are the
+model's own; the server adds the stream type of ``broker/streams/`` where it builds its
+virtual hosts.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from .quorum import QuorumQueue
 
 QueueFactory = Callable[..., Queue]
 
-_TYPES: dict[str, QueueFactory] = {"classic": Queue, "quorum": QuorumQueue}
 
+class QueueTypes:
+    """The queue types a broker's virtual hosts declare: classic, quorum and ``extra``."""
 
-def register_queue_type(name: str, factory: QueueFactory) -> None:
-    _TYPES[name] = factory
+    def __init__(self, **extra: QueueFactory) -> None:
+        self._factories: dict[str, QueueFactory] = {
+            "classic": Queue,
+            "quorum": QuorumQueue,
+            **extra,
+        }
 
-
-def queue_factory(arguments: dict[str, Any]) -> QueueFactory | None:
-    """The factory ``x-queue-type`` names (classic when absent), None if unknown."""
-    return _TYPES.get(arguments.get("x-queue-type") or "classic")
+    def factory(self, arguments: dict[str, Any]) -> QueueFactory | None:
+        """The factory ``x-queue-type`` names (classic when absent), None if unknown."""
+        return self._factories.get(arguments.get("x-queue-type") or "classic")

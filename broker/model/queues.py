@@ -15,19 +15,16 @@ import heapq
 import itertools
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeGuard
 
 from amqp_protocol import errors
 
-from .clock import TimerHandle
+from .clock import Clock, TimerHandle
 from .field_types import amqp_type_name
+from .memory import MemoryGauge
 from .message import Message, QueuedMessage, with_headers
 from .stats import MessageStats
-
-if TYPE_CHECKING:
-    from .memory import MemoryGauge
-    from .persistence import SpillQueue
-    from .vhost import VirtualHost
 
 #: RabbitMQ's modes, and one of ours: ``drop-lowest-priority`` (rules basic:05, message:05,
 #: stream:01 of AMQP 0-9) drops the oldest message of the lowest priority present instead of
@@ -47,6 +44,66 @@ class DeliverySink(Protocol):
     def consumer_cancelled(self, consumer: Consumer) -> None:
         """The queue went away under the consumer (the server-sent basic.cancel)."""
         ...
+
+
+class SpillQueue(Protocol):
+    """Queue entries kept on disk, first in first out
+    (``broker.store.spilled_entries.SpilledEntries``)."""
+
+    def __len__(self) -> int: ...
+
+    def push(self, entry: QueuedMessage) -> None: ...
+
+    def pop(self) -> QueuedMessage: ...
+
+    def close(self) -> None: ...
+
+
+class QueueStore(Protocol):
+    """What a queue asks of the store: the message hooks of ``persistence.Persistence``."""
+
+    #: True when messages and definitions outlive the process.
+    durable: bool
+
+    def content_routed(self, queue: Queue, class_id: int, data: bytes) -> int:
+        """A message of content class ``class_id`` (not basic; ``data`` is its encoding, which
+        ``broker.store.persistence.CONTENT_RESTORERS[class_id]`` reads back) is enqueued on
+        ``queue``: a store journals it if the queue is durable. Returns its journal id (0: not
+        journaled); the queue's ``message_removed`` acks it as for basic messages."""
+        ...
+
+    def message_removed(self, queue: Queue, message: Message) -> None:
+        """The message left the queue for good (acked, dropped, purged, dead-lettered, or
+        refused on arrival); called exactly once per queue the message was routed to."""
+        ...
+
+    def messages_delivered(self, queue: Queue, msg_ids: list[int]) -> None:
+        """``queue`` (a durable one) handed these journaled messages to consumers or to
+        basic.get, unacknowledged, and their frames have not left yet: a store records it
+        before returning, so that after a restart they come back redelivered."""
+        ...
+
+    def spill_fifo(self) -> SpillQueue:
+        """Disk space for the tail of a queue larger than memory."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class QueueContext:
+    """What a queue uses of the broker around it, and all it uses: a virtual host builds
+    one for its queues, a test builds one with a fake clock and no virtual host."""
+
+    #: The virtual host's name, as reply texts name it.
+    vhost: str
+    clock: Clock
+    memory: MemoryGauge
+    store: QueueStore
+    #: Where a message the queue lets go goes (rejected, expired, past a limit): the
+    #: virtual host's dead-letter exchanges (the 0-9 lanes route their classes their way).
+    dead_letter: Callable[[Queue, Message, str], None]
+    #: Called when auto-delete or ``x-expires`` finds the queue without consumers: the
+    #: virtual host deletes it unless something else still uses it.
+    unused: Callable[[Queue], None]
 
 
 class Consumer:
@@ -419,7 +476,7 @@ class Queue:
 
     def __init__(
         self,
-        vhost: VirtualHost,
+        context: QueueContext,
         name: str,
         *,
         durable: bool = False,
@@ -427,7 +484,7 @@ class Queue:
         auto_delete: bool = False,
         arguments: dict[str, Any] | None = None,
     ) -> None:
-        self.vhost = vhost
+        self.context = context
         self.name = name
         self.durable = durable
         self.owner = owner
@@ -435,7 +492,7 @@ class Queue:
         self.arguments = dict(arguments or {})
         self.settings = self._checked_settings()
         self.ready = ReadyMessages(
-            (self.settings.max_priority or 0) + 1, vhost.memory, vhost.store.spill_fifo
+            (self.settings.max_priority or 0) + 1, context.memory, context.store.spill_fifo
         )
         #: The store's id of a durable queue whose messages it journals (0: none).
         self.queue_id = 0
@@ -454,9 +511,6 @@ class Queue:
         self._expiry_timer: TimerHandle | None = None
         self._expiry_at: float | None = None
         self._unused_timer: TimerHandle | None = None
-        #: Where let-go messages go (rule basic.deliver:01 and the x- arguments); the 0-9
-        #: lanes route their content classes' messages their own way.
-        self.dead_letterer: Callable[[Queue, Message, str], None] = vhost.dead_letter
         self.touch()
 
     def __repr__(self) -> str:
@@ -465,12 +519,12 @@ class Queue:
     def _checked_settings(self) -> QueueSettings:
         """The declaration validated (a queue type may check more than the arguments), as
         the settings the queue runs with."""
-        settings = QueueSettings(self.name, self.vhost.name, self.arguments)
+        settings = QueueSettings(self.name, self.context.vhost, self.arguments)
         for name in self.arguments:
             if name in _OTHER_TYPES_ARGS:
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{self.name}' in "
-                    f"vhost '{self.vhost.name}' of queue type {self.rabbit_type}"
+                    f"vhost '{self.context.vhost}' of queue type {self.rabbit_type}"
                 )
         return settings
 
@@ -499,9 +553,9 @@ class Queue:
         """Enqueue a routed message; False when overflow refuses it (reject-publish)."""
         s = self.settings
         if s.overflow not in _DROPPING_MODES and self._full(len(message.body)):
-            self.vhost.store.message_removed(self, message)
+            self.context.store.message_removed(self, message)
             if s.overflow == "reject-publish-dlx":
-                self.dead_letterer(self, message, "maxlen")
+                self.dead_letter(message, "maxlen")
             return False
         ttl = self._ttl(message)
         self._append(message, ttl)
@@ -525,7 +579,7 @@ class Queue:
         delivery_count: int = 0,
     ) -> None:
         entry = QueuedMessage(
-            message, None if ttl is None else self.vhost.clock.time() + ttl / 1000 - age
+            message, None if ttl is None else self.context.clock.time() + ttl / 1000 - age
         )
         entry.redelivered = redelivered
         entry.delivery_count = delivery_count
@@ -569,7 +623,7 @@ class Queue:
 
     def _add_ready_bytes(self, n: int) -> None:
         self.ready_bytes += n
-        self.vhost.memory.add(n)
+        self.context.memory.add(n)
 
     def _take(self, entry: QueuedMessage) -> None:
         """Bookkeeping for an entry leaving the ready list."""
@@ -577,19 +631,24 @@ class Queue:
 
     def _forget(self, entry: QueuedMessage) -> None:
         """The entry is gone for good (acked, dropped, dead-lettered)."""
-        self.vhost.memory.sub(entry.size)
-        self.vhost.store.message_removed(self, entry.message)
+        self.context.memory.sub(entry.size)
+        self.context.store.message_removed(self, entry.message)
+
+    def dead_letter(self, message: Message, reason: str) -> None:
+        """Let ``message`` go for ``reason`` (an ``x-death`` reason) to the dead-letter
+        exchange (rule basic.deliver:01 and the x- arguments), as the context routes it."""
+        self.context.dead_letter(self, message, reason)
 
     def _drop(self, entry: QueuedMessage, reason: str) -> None:
         self._take(entry)
         self._forget(entry)
-        self.dead_letterer(self, entry.message, reason)
+        self.dead_letter(entry.message, reason)
 
     # -- expiry -------------------------------------------------------------------------------
 
     def expire(self) -> None:
         """Dead-letter expired messages at the head; arm a timer for the next expiry."""
-        now = self.vhost.clock.time()
+        now = self.context.clock.time()
         ready = self.ready
         head = ready.peek()
         while head is not None and head.expires_at is not None and head.expires_at <= now:
@@ -604,7 +663,7 @@ class Queue:
                 return
             self._expiry_timer.cancel()
         self._expiry_at = at
-        self._expiry_timer = self.vhost.clock.call_later(max(0.0, at - now), self._on_expiry)
+        self._expiry_timer = self.context.clock.call_later(max(0.0, at - now), self._on_expiry)
 
     def _on_expiry(self) -> None:
         self._expiry_timer = self._expiry_at = None
@@ -620,11 +679,11 @@ class Queue:
             if name in (arguments or {}):
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{self.name}' in "
-                    f"vhost '{self.vhost.name}' of queue type {self.rabbit_type}"
+                    f"vhost '{self.context.vhost}' of queue type {self.rabbit_type}"
                 )
         if any(c.exclusive for c in self.consumers) or (consumer.exclusive and self.consumers):
             raise errors.AccessRefused(
-                f"ACCESS_REFUSED - queue '{self.name}' in vhost '{self.vhost.name}' "
+                f"ACCESS_REFUSED - queue '{self.name}' in vhost '{self.context.vhost}' "
                 "in exclusive use"
             )
         self.consumers.append(consumer)
@@ -639,7 +698,7 @@ class Queue:
         if self.deleted:
             return
         if not self.consumers and self.auto_delete and self._had_consumers:
-            self.vhost.delete_unused_queue(self)
+            self.context.unused(self)
             return
         self.touch()
         self.dispatch()
@@ -681,7 +740,7 @@ class Queue:
         ones left unacknowledged are recorded as delivered once the loop is done: their
         frames leave later in this event-loop turn."""
         ready = self.ready
-        now = self.vhost.clock.time()
+        now = self.context.clock.time()
         journaled: list[int] | None = [] if self.queue_id else None
         while ready:
             consumer = self._next_consumer()
@@ -691,7 +750,7 @@ class Queue:
             self._take(entry)
             if entry.expires_at is not None and entry.expires_at <= now:
                 self._forget(entry)
-                self.dead_letterer(self, entry.message, "expired")
+                self.dead_letter(entry.message, "expired")
                 continue
             if consumer.no_ack:
                 self._forget(entry)
@@ -701,7 +760,7 @@ class Queue:
                     journaled.append(entry.message.msg_id)
             consumer.sink.deliver(consumer, self, entry)
         if journaled:
-            self.vhost.store.messages_delivered(self, journaled)
+            self.context.store.messages_delivered(self, journaled)
 
     def as_delivered(self, entry: QueuedMessage, *, fetched: bool = False) -> Message:
         """``entry``'s message as a delivery (or, ``fetched``, a basic.get-ok) shows it.
@@ -721,7 +780,7 @@ class Queue:
         self._take(entry)
         self.unacked += 1
         if self.queue_id and entry.message.msg_id:
-            self.vhost.store.messages_delivered(self, [entry.message.msg_id])
+            self.context.store.messages_delivered(self, [entry.message.msg_id])
         return entry
 
     # -- settlement ---------------------------------------------------------------------------
@@ -782,7 +841,7 @@ class Queue:
         self.unacked -= 1
         self._forget(entry)
         if not self.deleted:
-            self.dead_letterer(self, entry.message, reason)
+            self.dead_letter(entry.message, reason)
 
     # -- life cycle ---------------------------------------------------------------------------
 
@@ -805,12 +864,12 @@ class Queue:
             self._unused_timer.cancel()
             self._unused_timer = None
         if not self.consumers:
-            self._unused_timer = self.vhost.clock.call_later(expires / 1000, self._on_unused)
+            self._unused_timer = self.context.clock.call_later(expires / 1000, self._on_unused)
 
     def _on_unused(self) -> None:
         self._unused_timer = None
         if not self.deleted and not self.consumers:
-            self.vhost.delete_unused_queue(self)
+            self.context.unused(self)
 
     def destroy(self) -> list[Consumer]:
         """Called by the virtual host on delete: drop everything; returns the consumers."""

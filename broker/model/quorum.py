@@ -121,7 +121,7 @@ class QuorumQueue(Queue):
 
     @property
     def _where(self) -> str:
-        return f"queue '{self.name}' in vhost '{self.vhost.name}'"
+        return f"queue '{self.name}' in vhost '{self.context.vhost}'"
 
     def _checked_settings(self) -> QueueSettings:
         """RabbitMQ's order: the name, argument values, arguments of other types, then the
@@ -135,7 +135,7 @@ class QuorumQueue(Queue):
         args = self.arguments
         where = f"for {self._where}"
         own = {k: v for k, v in args.items() if k not in ("x-delivery-limit", "x-max-priority")}
-        settings = QueueSettings(self.name, self.vhost.name, own)
+        settings = QueueSettings(self.name, self.context.vhost, own)
         for name in args:
             if name in _REFUSED_ARGS:
                 raise errors.PreconditionFailed(
@@ -147,9 +147,9 @@ class QuorumQueue(Queue):
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid arg '{name}' {where}: {term}"
                 )
-        int_arg(self.name, self.vhost.name, args, "x-quorum-initial-group-size", 1)
+        int_arg(self.name, self.context.vhost, args, "x-quorum-initial-group-size", 1)
         for name in ("x-max-in-memory-length", "x-max-in-memory-bytes"):
-            int_arg(self.name, self.vhost.name, args, name, 0)
+            int_arg(self.name, self.context.vhost, args, name, 0)
         for refused, prop in (
             (self.auto_delete, "auto-delete"),
             (self.owner is not None, "exclusive-owner"),

@@ -26,8 +26,8 @@ from .field_types import amqp_type_name
 from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
-from .queue_types import queue_factory
-from .queues import Queue, refuse_delivery_limit
+from .queue_types import QueueTypes
+from .queues import Queue, QueueContext, refuse_delivery_limit
 
 #: The exchanges every virtual host has (besides the default exchange "").
 STANDARD_EXCHANGES = {
@@ -72,11 +72,17 @@ class VirtualHost:
         clock: Clock,
         memory: MemoryGauge,
         store: Persistence | None = None,
+        queue_types: QueueTypes | None = None,
     ) -> None:
+        """``queue_types``: those ``x-queue-type`` may name (the model's own, classic and
+        quorum, without)."""
         self.name = name
-        self.clock = clock
-        self.memory = memory
         self.store: Persistence = store or InMemory()
+        self.queue_types = queue_types or QueueTypes()
+        #: What the queues of this virtual host use of it.
+        self.queue_context = QueueContext(
+            name, clock, memory, self.store, self.dead_letter, self.delete_unused_queue
+        )
         self.exchanges: dict[str, Exchange] = {"": EXCHANGE_TYPES["direct"]("", durable=True)}
         for ename, etype in STANDARD_EXCHANGES.items():
             self.exchanges[ename] = EXCHANGE_TYPES[etype](ename, durable=True)
@@ -273,7 +279,7 @@ class VirtualHost:
             raise errors.AccessRefused(
                 f"ACCESS_REFUSED - queue name '{name}' contains reserved prefix 'amq.*'"
             )
-        factory = queue_factory(arguments)
+        factory = self.queue_types.factory(arguments)
         if factory is None:
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - unsupported queue type '{arguments.get('x-queue-type')}'"
@@ -281,7 +287,7 @@ class VirtualHost:
         if factory is Queue and _speaks_0_9_1(owner):
             refuse_delivery_limit(name, self.name, arguments)
         q = factory(
-            self,
+            self.queue_context,
             name,
             durable=durable,
             owner=owner if exclusive else None,
@@ -342,7 +348,7 @@ class VirtualHost:
         Its ready messages are dropped, as RabbitMQ drops them; with ``dead_letter_pending``
         (a 0-9 or 0-8 queue.delete, rule queue.delete:01) those of the queue and of its
         lanes go first, in order, to its dead-letter exchange with the ``x-death`` reason
-        ``QUEUE_DELETED`` (each through its queue's ``dead_letterer``: the lanes decide per
+        ``QUEUE_DELETED`` (each through its queue's ``dead_letter``: the lanes decide per
         content class). The queue is unbound by then, so none of them can come back to it.
         Deliveries still unacknowledged stay with their channels; one that comes back later
         finds the queue gone and is dropped."""
@@ -456,7 +462,7 @@ def _dead_letter_ready(queue: Queue) -> None:
         return
     while (entry := queue.get()) is not None:
         queue.settle(entry)
-        queue.dead_letterer(queue, entry.message, QUEUE_DELETED)
+        queue.dead_letter(entry.message, QUEUE_DELETED)
 
 
 def _describe(value: Any, both: bool) -> str:

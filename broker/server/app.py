@@ -19,7 +19,7 @@ from ..config import BrokerConfig
 from ..management import ManagementServer
 from ..model.memory import MemoryGauge
 from ..model.persistence import InMemory, Persistence
-from ..model.queue_types import register_queue_type
+from ..model.queue_types import QueueTypes
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 from ..store.monitor import ResourceMonitor
@@ -33,8 +33,6 @@ from .spec09 import Spec09Dialect
 from .spec091 import RabbitMQDialect
 
 log = logging.getLogger("broker")
-
-register_queue_type("stream", StreamQueue)
 
 SHUTDOWN_REPLY = (
     320,
@@ -74,6 +72,7 @@ class BrokerServer:
         self.memory = MemoryGauge(config.memory_high_watermark)
         self.memory.on_change = self._memory_changed
         self.store = make_persistence(config.data_dir, loop)
+        self.queue_types = QueueTypes(stream=StreamQueue)
         self.disk: ResourceMonitor | None = None
         self.disk_alarm: str | None = None
         self._disk_timer: asyncio.TimerHandle | None = None
@@ -82,7 +81,8 @@ class BrokerServer:
                 config.merge_topic_permissions(self.store.topology)  # saved by the next line
                 self.store.merge_definitions(config)
             self.vhosts = {
-                name: VirtualHost(name, loop, self.memory, self.store) for name in config.vhosts
+                name: VirtualHost(name, loop, self.memory, self.store, self.queue_types)
+                for name in config.vhosts
             }
             if isinstance(self.store, DurableStore):
                 began = time.perf_counter()

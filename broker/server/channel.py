@@ -367,7 +367,7 @@ class ServerChannel:
         if tag in self.consumers:
             raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
         arguments = getattr(m, "arguments", None)  # 0-8's basic.consume has none
-        priority = consumer_priority(q.name, q.vhost.name, arguments)
+        priority = consumer_priority(q.name, self.vhost.name, arguments)
         consumer = Consumer(
             tag,
             q,

@@ -19,10 +19,9 @@ import threading
 import time
 import urllib.parse
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
-
-from broker.model.persistence import CONTENT_RESTORERS
 
 from . import records
 from .errors import StoreError
@@ -33,8 +32,6 @@ from .store import Store
 from .topology import BindingDef, ExchangeDef, PermissionDef, QueueDef, UserDef
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from broker.config import BrokerConfig
     from broker.model.exchanges import Exchange
     from broker.model.message import Message
@@ -140,7 +137,8 @@ class DurableStore:
                         delivery_count=delivery_count,
                     )
                 else:
-                    _restorer(self.store.data_dir, journaled.class_id)(q, msg_id, journaled.message)
+                    restore = _restorer(self.store.data_dir, journaled.class_id)
+                    restore(vhosts[vhost], q, msg_id, journaled.message)
                 count += 1
                 restored = True
             if restored:
@@ -161,7 +159,7 @@ class DurableStore:
         past_limit, self._returned_past_limit = self._returned_past_limit, []
         for queue, message in past_limit:
             self.message_removed(queue, message)
-            queue.dead_letterer(queue, message, "delivery_limit")
+            queue.dead_letter(message, "delivery_limit")
         recovered, self._recovered_queues = self._recovered_queues, []
         for queue in recovered:
             queue.expire()
@@ -355,7 +353,16 @@ class DurableStore:
         self._save()
 
 
-def _restorer(data_dir: Path, class_id: int) -> Callable[[Queue, int, bytes], None]:
+#: restore(virtual host, queue, journal message id, the message's bytes): puts a journaled
+#: message of a content class other than basic back (in the queue's lane of its class).
+ContentRestorer = Callable[["VirtualHost", "Queue", int, bytes], None]
+#: How recovery puts back a journaled message of a content class other than basic (the 0-9
+#: file and message classes, which queues hold in lanes), by AMQP class id. The server
+#: module of those classes registers.
+CONTENT_RESTORERS: dict[int, ContentRestorer] = {}
+
+
+def _restorer(data_dir: Path, class_id: int) -> ContentRestorer:
     restore = CONTENT_RESTORERS.get(class_id)
     if restore is None:
         raise StoreError(

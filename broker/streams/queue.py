@@ -22,13 +22,13 @@ import shutil
 import tempfile
 import urllib.parse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from amqp_protocol import errors
 
 from ..model.field_types import amqp_type_name
 from ..model.message import Message, QueuedMessage
-from ..model.queues import Consumer, Queue
+from ..model.queues import Consumer, Queue, QueueContext
 from ..store.message_codec import encode_message
 from .chunk_filter import (
     FILTER_BYTES,
@@ -49,9 +49,6 @@ from .offset_spec import (
     interval_ms,
     parse_offset_spec,
 )
-
-if TYPE_CHECKING:
-    from ..model.vhost import VirtualHost
 
 #: Records per chunk at most: a consumer's credit is overdrawn by less than this.
 MAX_CHUNK_RECORDS = 128
@@ -112,12 +109,12 @@ def _scratch_directory(vhost: str, queue: str) -> Path:
     return _scratch_root / urllib.parse.quote(vhost, safe="") / urllib.parse.quote(queue, safe="")
 
 
-def stream_directory(vhost: VirtualHost, queue: str) -> Path:
-    store: Any = vhost.store
+def stream_directory(context: QueueContext, queue: str) -> Path:
+    store: Any = context.store
     if hasattr(store, "stream_directory"):
-        directory: Path = store.stream_directory(vhost.name, queue)
+        directory: Path = store.stream_directory(context.vhost, queue)
         return directory
-    return _scratch_directory(vhost.name, queue)
+    return _scratch_directory(context.vhost, queue)
 
 
 class StreamSettings:
@@ -186,7 +183,7 @@ class StreamQueue(Queue):
 
     def __init__(
         self,
-        vhost: VirtualHost,
+        context: QueueContext,
         name: str,
         *,
         durable: bool = False,
@@ -195,8 +192,8 @@ class StreamQueue(Queue):
         arguments: dict[str, Any] | None = None,
     ) -> None:
         args = dict(arguments or {})
-        self.stream_settings = StreamSettings(name, vhost.name, args)
-        where = f"for queue '{name}' in vhost '{vhost.name}'"
+        self.stream_settings = StreamSettings(name, context.vhost, args)
+        where = f"for queue '{name}' in vhost '{context.vhost}'"
         # The virtual host has already refused user-chosen "amq." names: this one is generated.
         if name.startswith("amq.gen-"):
             raise errors.PreconditionFailed(
@@ -212,10 +209,10 @@ class StreamQueue(Queue):
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - invalid property 'non-durable' {where}"
             )
-        super().__init__(vhost, name, durable=True)
+        super().__init__(context, name, durable=True)
         self.arguments = args
         s = self.stream_settings
-        self.directory = stream_directory(vhost, name)
+        self.directory = stream_directory(context, name)
         log_options: dict[str, Any] = {"max_bytes": s.max_bytes, "max_age_ms": s.max_age_ms}
         if s.max_segment_bytes is not None:
             log_options["max_segment_bytes"] = s.max_segment_bytes
@@ -227,7 +224,7 @@ class StreamQueue(Queue):
 
     @property
     def _where(self) -> str:
-        return f"queue '{self.name}' in vhost '{self.vhost.name}'"
+        return f"queue '{self.name}' in vhost '{self.context.vhost}'"
 
     def _not_supported(self, what: str) -> errors.AMQPError:
         return errors.NotImplemented_(
@@ -248,7 +245,7 @@ class StreamQueue(Queue):
         except InvalidFilter:
             raise errors.InternalError("INTERNAL_ERROR") from None  # as RabbitMQ 4.0 does
         if not self._pending:
-            self.vhost.clock.call_later(0, self.flush)
+            self.context.clock.call_later(0, self.flush)
         self._pending.append(encode_message(message))
         self._pending_filter_values.append(filter_value)
         return True
@@ -264,7 +261,7 @@ class StreamQueue(Queue):
             end = start + MAX_CHUNK_RECORDS
             filter_bytes = chunk_filter(values[start:end], self.stream_settings.filter_bytes)
             self.log.append(pending[start:end], filter_bytes=filter_bytes)
-        if self.vhost.store.durable:
+        if self.context.store.durable:
             self.log.sync_data()
         if self.consumers:
             self.dispatch()

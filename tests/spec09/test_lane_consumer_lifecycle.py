@@ -12,12 +12,16 @@ import pika
 import pytest
 
 from broker import Broker
+from broker.model.memory import MemoryGauge
+from broker.model.vhost import VirtualHost
+from broker.server.spec09.lanes import lane
+from tests.model.fakes import FakeClock, RecordingSink, consume
 
 from .flows import declare_queue, peer_on
 from .peer import Peer
 
-#: How long a test waits for an x-expires queue to go (far above its x-expires).
-EXPIRY_WAIT = 10.0
+#: How long a test waits for an exclusive queue to go with its connection.
+CLOSE_WAIT = 10.0
 
 
 def queue_exists(peer: Peer, channel: int, name: str) -> bool:
@@ -70,24 +74,20 @@ def test_an_auto_delete_queue_goes_with_the_last_consumer_of_any_class(
         peer.close()
 
 
-def test_a_queue_with_only_a_file_consumer_does_not_expire_until_it_goes(
-    bundled_broker_url: str, name: str
-) -> None:
-    peer = peer_on(bundled_broker_url)
-    try:
-        declare_queue(peer, 1, name, arguments={"x-expires": 100})
-        peer.call(1, "file.consume", queue=name, consumer_tag="files")
-        time.sleep(0.5)  # five times its x-expires
-        assert queue_exists(peer, 2, name)
-        peer.call(1, "file.cancel", consumer_tag="files")
-        deadline = time.monotonic() + EXPIRY_WAIT
-        channel = 3
-        while queue_exists(peer, channel, name):
-            assert time.monotonic() < deadline, "the unused queue did not expire"
-            channel += 1
-            time.sleep(0.3)  # a passive declare is a use: the next check comes after x-expires
-    finally:
-        peer.close()
+def test_a_queue_with_only_a_file_consumer_does_not_expire_until_it_goes() -> None:
+    """In process, on a fake clock: x-expires counts from the last consumer of any class."""
+    clock = FakeClock()
+    vhost = VirtualHost("/", clock, MemoryGauge(1 << 30))
+    queue = vhost.declare_queue("q", owner=None, arguments={"x-expires": 100})
+    files = lane(vhost, queue, "file")
+    consumer = consume(files, RecordingSink(), "files")
+    clock.advance(0.5)  # five times its x-expires
+    assert "q" in vhost.queues
+    files.remove_consumer(consumer)
+    clock.advance(0.099)
+    assert "q" in vhost.queues
+    clock.advance(0.002)
+    assert "q" not in vhost.queues and files.deleted
 
 
 def test_an_exclusive_queue_takes_its_lanes_and_their_consumers_when_its_owner_closes(
@@ -105,7 +105,7 @@ def test_an_exclusive_queue_takes_its_lanes_and_their_consumers_when_its_owner_c
     lanes = vhost.lanes_of(queue)
     assert [len(lane.consumers) for lane in lanes] == [1, 1]
     peer.close()
-    deadline = time.monotonic() + EXPIRY_WAIT
+    deadline = time.monotonic() + CLOSE_WAIT
     while name in vhost.queues:
         assert time.monotonic() < deadline, "the exclusive queue outlived its connection"
         time.sleep(0.05)

@@ -68,7 +68,9 @@ def vhost(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> VirtualHost:
 
 
 def declare(vhost: VirtualHost, name: str = "s", **arguments: Any) -> StreamQueue:
-    return StreamQueue(vhost, name, durable=True, arguments={"x-queue-type": "stream", **arguments})
+    return StreamQueue(
+        vhost.queue_context, name, durable=True, arguments={"x-queue-type": "stream", **arguments}
+    )
 
 
 def publish(q: StreamQueue, *bodies: bytes) -> None:

@@ -40,7 +40,7 @@ def consume(
     no_ack: bool,
     exclusive: bool,
 ) -> Consumer:
-    queue = lane(named_queue(channel, queue_name), content_class)
+    queue = lane(channel.vhost, named_queue(channel, queue_name), content_class)
     tag = tag or "amq.ctag-" + base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
     if tag in channel.consumers:
         raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")

@@ -74,7 +74,7 @@ def queue_declare(_core: Handler) -> Handler:
             durable, auto_delete = m.durable, m.auto_delete
         queue = ch.declare_queue(m, durable=durable, auto_delete=auto_delete)
         if not m.no_wait:
-            messages, consumers = lane_totals(queue)
+            messages, consumers = lane_totals(ch.vhost, queue)
             ch.send(
                 ch.conn.spec.method("queue.declare-ok")(
                     queue=queue.name, message_count=messages, consumer_count=consumers
@@ -116,7 +116,7 @@ def queue_delete(_core: Handler) -> Handler:
         if name not in ch.vhost.queues:
             raise errors.NotFound(f"NOT_FOUND - no queue '{name}'")
         queue = ch.queue_named(name)
-        messages, consumers = lane_totals(queue)
+        messages, consumers = lane_totals(ch.vhost, queue)
         if m.if_unused and consumers:
             raise errors.PreconditionFailed(f"PRECONDITION_FAILED - queue '{name}' in use")
         if m.if_empty and messages:

@@ -21,19 +21,22 @@ to disk as a basic queue does (rule message:04), and they come back of their cla
 from __future__ import annotations
 
 import copy
+import dataclasses
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import SPEC_0_9, values
 
 from ...model.message import Message
-from ...model.persistence import CONTENT_RESTORERS
 from ...model.queues import Queue
 from ...store.message_codec import CONTENT_CODECS, ContentCodec
+from ...store.persistence import CONTENT_RESTORERS
 from .class_message import ClassMessage
 
 if TYPE_CHECKING:
     from ...model.queues import Consumer
+    from ...model.vhost import VirtualHost
 
 #: AMQP class ids of the content classes whose lanes are journaled.
 JOURNALED = {"file": 70, "message": 120}
@@ -48,10 +51,20 @@ def kept(message: ClassMessage) -> bool:
 
 
 class Lane(Queue):
-    """The ``content_class`` lane of ``queue``."""
+    """The ``content_class`` lane of ``queue``, a queue of ``vhost``; what it lets go goes
+    to ``dead_letter``."""
 
-    def __init__(self, queue: Queue, content_class: str, arguments: dict[str, Any]) -> None:
-        super().__init__(queue.vhost, queue.name, arguments=arguments)
+    def __init__(
+        self,
+        vhost: VirtualHost,
+        queue: Queue,
+        content_class: str,
+        arguments: dict[str, Any],
+        dead_letter: Callable[[Queue, Message, str], None],
+    ) -> None:
+        context = dataclasses.replace(queue.context, dead_letter=dead_letter)
+        super().__init__(context, queue.name, arguments=arguments)
+        self.vhost = vhost
         self.of = queue
         self.content_class = content_class
         if content_class in JOURNALED:
@@ -64,7 +77,7 @@ class Lane(Queue):
             # has a journal id per lane.
             message = copy.copy(message)
             class_id = JOURNALED[self.content_class]
-            message.msg_id = self.vhost.store.content_routed(self, class_id, encode(message))
+            message.msg_id = self.context.store.content_routed(self, class_id, encode(message))
         return super().publish(message)
 
     def remove_consumer(self, consumer: Consumer) -> None:
@@ -114,13 +127,13 @@ def decode(data: bytes) -> ClassMessage:
     )
 
 
-def restore(queue: Queue, msg_id: int, data: bytes) -> None:
+def restore(vhost: VirtualHost, queue: Queue, msg_id: int, data: bytes) -> None:
     """Recovery: put a journaled lane message back in its lane of ``queue``."""
     from .lanes import lane  # lanes builds its lanes from this module
 
     message = decode(data)
     message.msg_id = msg_id
-    lane(queue, message.content_class).restore(message)
+    lane(vhost, queue, message.content_class).restore(message)
 
 
 for _class_id in JOURNALED.values():

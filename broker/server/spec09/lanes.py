@@ -23,7 +23,7 @@ from amqp_protocol import SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
-from ...model.vhost import QUEUE_DELETED, dead_lettered
+from ...model.vhost import QUEUE_DELETED, VirtualHost, dead_lettered
 from .lane_queue import Lane
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
@@ -40,29 +40,31 @@ LIMIT_ARGUMENTS = (
 _BASIC_PROPERTIES = SPEC_0_9_1.properties("basic")
 
 
-def lane(queue: Queue, content_class: str) -> Queue:
-    """The lane holding ``content_class`` messages of ``queue`` (created on first use; the
-    file and message lanes of a durable queue are journaled, see lane_queue)."""
-    by_class = queue.vhost.lanes.setdefault(queue, {})
+def lane(vhost: VirtualHost, queue: Queue, content_class: str) -> Queue:
+    """The lane holding ``content_class`` messages of ``queue``, a queue of ``vhost``
+    (created on first use; the file and message lanes of a durable queue are journaled, see
+    lane_queue)."""
+    by_class = vhost.lanes.setdefault(queue, {})
     found = by_class.get(content_class)
     if found is None:
         arguments = {
             **_LANE_ARGUMENTS,
             **{k: v for k, v in queue.arguments.items() if k in LIMIT_ARGUMENTS},
         }
-        found = Lane(queue, content_class, arguments)
-        found.dead_letterer = functools.partial(_dead_letter, content_class)
+        dead_letter = functools.partial(_dead_letter, vhost, content_class)
+        found = Lane(vhost, queue, content_class, arguments, dead_letter)
         by_class[content_class] = found
     return found
 
 
-def _dead_letter(content_class: str, source: Queue, message: Message, reason: str) -> None:
+def _dead_letter(
+    vhost: VirtualHost, content_class: str, source: Queue, message: Message, reason: str
+) -> None:
     """A lane lets ``message`` go: a copy with the death recorded as RabbitMQ records it
     (``dead_lettered``) goes to the ``content_class`` lanes of the queues the dead-letter
     exchange routes it to. Stream content pending on a deleted queue is not kept (see
     declarations: rule queue.delete:01)."""
     settings = source.settings
-    vhost = source.vhost
     dlx = vhost.exchanges.get(settings.dead_letter_exchange or "")
     if settings.dead_letter_exchange is None or dlx is None:
         return
@@ -77,7 +79,7 @@ def _dead_letter(content_class: str, source: Queue, message: Message, reason: st
     dead = _with_death(message, as_dead.headers, dlx.name, as_dead.routing_key)
     key_alone = settings.dead_letter_routing_key is not None
     for target in vhost.route_dead_lettered(dlx, as_dead, key_alone=key_alone):
-        lane(target, content_class).publish(dead)
+        lane(vhost, target, content_class).publish(dead)
 
 
 def _with_death(message: Message, headers: dict[str, Any], exchange: str, key: str) -> Message:
@@ -99,9 +101,9 @@ def _with_death(message: Message, headers: dict[str, Any], exchange: str, key: s
     return dead
 
 
-def lane_totals(queue: Queue) -> tuple[int, int]:
-    """Messages and consumers of ``queue`` over every content class."""
-    lanes = queue.vhost.lanes_of(queue)
+def lane_totals(vhost: VirtualHost, queue: Queue) -> tuple[int, int]:
+    """Messages and consumers of ``queue``, a queue of ``vhost``, over every content class."""
+    lanes = vhost.lanes_of(queue)
     return (
         queue.message_count + sum(q.message_count for q in lanes),
         queue.consumer_count + sum(q.consumer_count for q in lanes),

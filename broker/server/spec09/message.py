@@ -129,7 +129,7 @@ def _cancel(ch: Channel, m: MessageCancel) -> None:
 
 
 def _get(ch: Channel, m: MessageGet) -> None:
-    queue = lane(consumers.named_queue(ch, m.queue), "message")
+    queue = lane(ch.vhost, consumers.named_queue(ch, m.queue), "message")
     entry = queue.get()
     if entry is None:
         ch.send(ch.conn.spec.method("message.empty")())

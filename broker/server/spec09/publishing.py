@@ -30,7 +30,7 @@ def consumer_ready(
 ) -> bool:
     """Would a ``content_class`` message be taken by a consumer right now?"""
     for queue in channel.vhost.route(exchange, routing_key, headers or {}):
-        target = queue if content_class == "basic" else lane(queue, content_class)
+        target = queue if content_class == "basic" else lane(channel.vhost, queue, content_class)
         if any(c.sink.can_deliver(c) for c in target.consumers):
             return True
     return False
@@ -77,7 +77,7 @@ def enqueue(channel: Channel, exchange: Exchange, message: ClassMessage, mandato
     if not queues and mandatory and message.content_class in ("file", "stream"):
         send_return(channel, message, message.content_class, 312, "NO_ROUTE")
     for queue in queues:
-        lane(queue, message.content_class).publish(message)
+        lane(channel.vhost, queue, message.content_class).publish(message)
 
 
 def commit(channel: Channel) -> None:
