@@ -230,16 +230,16 @@ class ServerChannel:
     # -- exchange -----------------------------------------------------------------------------
 
     def _exchange_declare(self, m: ExchangeDeclare) -> None:
-        self.declare_exchange(m, auto_delete=m.auto_delete)
+        self.declare_exchange(m, durable=m.durable, auto_delete=m.auto_delete)
 
-    def declare_exchange(self, m: ExchangeDeclare, *, auto_delete: bool) -> None:
-        """exchange.declare, the exchange auto-deleted as ``auto_delete`` says (0-9 keeps an
-        existing exchange's)."""
+    def declare_exchange(self, m: ExchangeDeclare, *, durable: bool, auto_delete: bool) -> None:
+        """exchange.declare, the exchange durable and auto-deleted as ``durable`` and
+        ``auto_delete`` say (0-9 keeps an existing exchange's)."""
         self.vhost.declare_exchange(
             m.exchange,
             m.type,
             passive=m.passive,
-            durable=m.durable,
+            durable=durable,
             auto_delete=auto_delete,
             internal=m.internal,
             arguments=m.arguments,

@@ -23,7 +23,7 @@ def _exchange_declare(ch: Channel, m: ExchangeDeclare) -> None:
         )
     if not m.passive and m.type not in EXCHANGE_TYPES:
         raise errors.PreconditionFailed(f"PRECONDITION_FAILED - unknown exchange type '{m.type}'")
-    ch.declare_exchange(m, auto_delete=m.auto_delete)
+    ch.declare_exchange(m, durable=m.durable, auto_delete=m.auto_delete)
 
 
 def _basic_publish(ch: Channel, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:

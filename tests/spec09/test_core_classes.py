@@ -94,12 +94,6 @@ def test_a_durable_queue_binds_to_a_durable_exchange_and_not_to_a_transient_one(
 
 
 @rule("exchange.declare.durable:sticky")
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the 0-9 dialect compares durable on redeclaration (406 inequivalent arg "
-    "'durable', RabbitMQ's 0-9-1 rule) where 0-9 says to ignore it; the fix belongs to "
-    "broker/server/spec09/declarations.py",
-)
 def test_redeclaring_an_exchange_ignores_durable(ch: Channel) -> None:
     ch.exchange_declare("sticky-durable-09", "direct", durable=True)
     ch.exchange_declare("sticky-durable-09", "direct", durable=False)

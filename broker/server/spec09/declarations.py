@@ -1,7 +1,7 @@
 """0-9's rules for declaring, deleting and binding exchanges and queues where they differ
 from RabbitMQ's 0-9-1 behaviour, which the core handlers follow:
 
-- redeclaring an existing exchange ignores auto-delete, redeclaring an existing queue
+- redeclaring an existing exchange ignores durable and auto-delete, redeclaring an existing queue
   ignores durable and auto-delete (exchange.declare.auto-delete:sticky,
   queue.declare.durable:pre-existence, queue.declare.auto-delete:pre-existence);
 - queue.declare-ok, queue.purge-ok and queue.delete-ok count the messages (and consumers)
@@ -50,14 +50,15 @@ Handler = Callable[["Channel", Any], None]
 
 
 def exchange_declare(_core: Handler) -> Handler:
-    """Replaces the core handler: redeclaring keeps the exchange's auto-delete."""
+    """Replaces the core handler: redeclaring keeps the exchange's durable and auto-delete
+    (exchange.declare.durable:sticky, exchange.declare.auto-delete:sticky)."""
 
     def run(ch: Channel, m: ExchangeDeclare) -> None:
         existing = ch.vhost.exchanges.get(m.exchange)
-        auto_delete = m.auto_delete
+        durable, auto_delete = m.durable, m.auto_delete
         if existing is not None and not m.passive:
-            auto_delete = existing.auto_delete
-        ch.declare_exchange(m, auto_delete=auto_delete)
+            durable, auto_delete = existing.durable, existing.auto_delete
+        ch.declare_exchange(m, durable=durable, auto_delete=auto_delete)
 
     return run
 
