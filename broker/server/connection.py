@@ -487,7 +487,7 @@ class AMQPConnection(asyncio.Protocol):
                 ).with_culprit(method.CLASS_ID, method.METHOD_ID)
             handler(self, method)
         except errors.AMQPError as err:
-            if method.NAME == "connection.tune-ok" and spec09_connection.speaks_0_9(self):
+            if method.NAME == "connection.tune-ok":  # in 0-9-1 too, as RabbitMQ 4 does
                 spec09_connection.refuse_tuning(self, err)
                 return
             if not err.class_id:
@@ -585,6 +585,11 @@ class AMQPConnection(asyncio.Protocol):
 
     def _tune_ok(self, m: ConnectionTuneOk) -> None:
         cfg = self.config
+        if m.channel_max == 0 and not spec09_connection.speaks_0_9(self):
+            raise errors.NotAllowed(  # RabbitMQ 4: 0-9-1's 0 ("no limit") exceeds its limit
+                "NOT_ALLOWED - negotiated channel_max = 0 (no limit) is higher than the "
+                f"maximum allowed value ({cfg.channel_max})"
+            )
         channel_max = m.channel_max or cfg.channel_max
         frame_max = m.frame_max or cfg.frame_max
         if channel_max > cfg.channel_max:
