@@ -70,8 +70,8 @@ async def put_exchange(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     body = await read_json(request)
     name = exchange_name(request)
-    type_name = text(body, "type")
-    durable, auto_delete = flag(body, "durable", True), flag(body, "auto_delete")
+    type_name = text(body, "type", "direct")
+    durable, auto_delete = flag(body, "durable"), flag(body, "auto_delete")
     internal, arguments = flag(body, "internal"), table(body, "arguments")
     authorize(
         access_in(request, vhost),

@@ -93,7 +93,7 @@ async def put_queue(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     name = request.match_info["name"]
     body = await read_json(request)
-    durable, auto_delete = flag(body, "durable", True), flag(body, "auto_delete")
+    durable, auto_delete = flag(body, "durable"), flag(body, "auto_delete")
     arguments = table(body, "arguments")
     authorize(
         access_in(request, vhost), "queue.declare", queue=name, passive=False, arguments=arguments
