@@ -3,9 +3,9 @@
 FROM python:3.11-slim-bookworm AS broker
 WORKDIR /src
 COPY . .
-# The broker needs only the standard library and amqp_protocol, not Spark.
-RUN pip install --no-cache-dir --no-deps .
-EXPOSE 5672
+# The broker needs amqp_protocol and its management listener's libraries, not Spark.
+RUN pip install --no-cache-dir --no-deps . && pip install --no-cache-dir aiohttp prometheus_client
+EXPOSE 5672 15672
 CMD ["amqp-broker", "--host", "0.0.0.0", "--port", "5672"]
 
 FROM python:3.11-slim-bookworm AS jupyter

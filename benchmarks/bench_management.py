@@ -1,8 +1,11 @@
 """What the management plane costs: the broker's throughput with statistics and the
 management listener on (its counters bumped on every publish, delivery and ack, its sampler
-ticking, nothing polling) beside the same broker without either, in one run, alternating the
-two over five rounds and keeping each one's best (issue 18's bound: at most 3% slower); and
-the resident memory per queue and per connection of both.
+ticking, nothing polling) beside the same broker without either, and beside one with the
+counters but no listener ("counters"), in one run, the three interleaved over several rounds
+(the order rotating each round): the median of each figure, and the spread of the per-round
+ratios (on/off, counters/off) of the broker's CPU seconds per million messages (issue 18's
+bound: at most 3%), the figure that holds best when the machine is loaded; and the resident
+memory per queue and per connection of on and off. The load average is printed with it.
 
 The counters are plain increments that run whether the listener is on or not (a flag to skip
 them would cost as much as they do), so "off" is a copy of this broker's package with every
@@ -17,17 +20,21 @@ import contextlib
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bench_broker import Client, _timed
 from benchmarks.bench_load import held
 from benchmarks.common import Row, row
 from tests.durability.broker_process import BrokerProcess
 
-MODES = {"on": (), "off": ("--no-management",)}
+#: "counters": this broker with its counters but without the listener (and its imports), which
+#: tells the counters' cost from the listener's.
+MODES = {"on": (), "counters": ("--no-management",), "off": ("--no-management",)}
 BROKER_PACKAGE = Path(__file__).resolve().parents[1] / "broker"
 LAUNCHER = "broker_without_statistics"
 #: A statement that counts (``stats.deliver += 1``, ``self.conn.stats.add(self.stats)``).
@@ -36,20 +43,27 @@ COUNTING = re.compile(
     r"|stats, queue_stats = .*)$",
     re.MULTILINE,
 )
-ROUNDS = 5
+ROUNDS = 7
 QUEUES_HELD = 5000
 CONNECTIONS_HELD = 500
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User and system CPU time of process ``pid`` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of process ``pid`` so far, all its threads, to the nanosecond (schedstat;
+    /proc/PID/stat counts 10 ms ticks, too coarse for a few percent of a second's work)."""
+    return (
+        sum(
+            int(task.joinpath("schedstat").read_text().split()[0])
+            for task in Path(f"/proc/{pid}/task").iterdir()
+        )
+        / 1e9
+    )
 
 
 def _throughput(pid: int, port: int, n: int) -> dict[str, tuple[float, float]]:
-    """Per figure: messages per second, and the broker's CPU microseconds per message (less
-    sensitive than the rate to what else runs on the machine)."""
+    """Per figure: messages per second, and the broker's CPU seconds per million messages
+    (its CPU microseconds per message; less sensitive than the rate to what else runs on
+    the machine)."""
     queues = ["bench-mgmt"]
     confirmed, plain = Client("127.0.0.1", port), Client("127.0.0.1", port)
     confirmed.setup(queues)
@@ -84,7 +98,7 @@ def without_statistics() -> Iterator[Path]:
         copy = Path(folder) / "broker"
         shutil.copytree(BROKER_PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
         replaced = 0
-        for path in (copy / "server").glob("*.py"):
+        for path in (copy / "server").rglob("*.py"):
             text, n = COUNTING.subn(r"\g<indent>pass", path.read_text())
             path.write_text(text)
             replaced += n
@@ -117,31 +131,59 @@ def broker(mode: str, stripped: Path) -> Iterator[BrokerProcess]:
             os.environ["PYTHONPATH"] = before
 
 
-def run(quick: bool) -> list[Row]:
+def _rounds(quick: bool) -> tuple[dict[str, list[dict[str, tuple[float, float]]]], dict[str, Any]]:
+    """Each mode's figures per round (rounds interleaved, the order alternating), and the
+    memory figures of each mode's first round."""
     n = 20_000 if quick else 100_000
-    best: dict[str, dict[str, float]] = {mode: {} for mode in MODES}
-    cpu: dict[str, dict[str, float]] = {mode: {} for mode in MODES}
-    memory: dict[str, dict[str, float]] = {}
+    rounds: dict[str, list[dict[str, tuple[float, float]]]] = {mode: [] for mode in MODES}
+    memory: dict[str, Any] = {}
     with without_statistics() as stripped:
-        for _ in range(ROUNDS):
-            for mode in MODES:
+        for number in range(ROUNDS):
+            order = list(MODES)
+            for mode in order[number % len(order) :] + order[: number % len(order)]:
                 with broker(mode, stripped) as process:
                     assert process.proc is not None
-                    figures = _throughput(process.proc.pid, process.port, n)
-                    for name, (rate, micros) in figures.items():
-                        best[mode][name] = max(best[mode].get(name, 0.0), rate)
-                        cpu[mode][name] = min(cpu[mode].get(name, float("inf")), micros)
-                    if mode not in memory:
+                    rounds[mode].append(_throughput(process.proc.pid, process.port, n))
+                    if mode not in memory and mode != "counters":
                         memory[mode] = _memory(process.proc.pid, process.port)
+    return rounds, memory
+
+
+def cpu_ratios(
+    rounds: dict[str, list[dict[str, tuple[float, float]]]], mode: str
+) -> dict[str, list[float]]:
+    """Per figure, each round's ``mode``/off ratio of the broker's CPU per message."""
+    return {
+        name: [a[name][1] / b[name][1] for a, b in zip(rounds[mode], rounds["off"], strict=True)]
+        for name in rounds[mode][0]
+    }
+
+
+def run(quick: bool, ratios: dict[str, list[float]] | None = None) -> list[Row]:
+    """The rows (medians over the rounds, on against off); ``ratios``, if given, receives
+    the per-round CPU ratios of "on" and of "counters" to "off"."""
+    rounds, memory = _rounds(quick)
+    if ratios is not None:
+        for mode in ("on", "counters"):
+            ratios.update({f"{mode}/off, {n}": v for n, v in cpu_ratios(rounds, mode).items()})
     reference = "no statistics, no management"
-    rows = [
-        row(f"management on/off: {name}", "msgs/s", value, best["off"][name], reference)
-        for name, value in best["on"].items()
-    ]
-    rows += [
-        row(f"management on/off: broker CPU, {name}", "us/msg", value, cpu["off"][name], reference)
-        for name, value in cpu["on"].items()
-    ]
+
+    def medians(figure: str, unit: str, which: int) -> list[Row]:
+        """One row per figure: the median over the rounds of value ``which`` (0: rate,
+        1: CPU) with statistics on, against off."""
+        return [
+            row(
+                figure.format(name),
+                unit,
+                statistics.median(round_[name][which] for round_ in rounds["on"]),
+                statistics.median(round_[name][which] for round_ in rounds["off"]),
+                reference,
+            )
+            for name in rounds["on"][0]
+        ]
+
+    rows = medians("management on/off: {}", "msgs/s", 0)
+    rows += medians("management on/off: broker CPU, {}", "CPU s/1M msgs", 1)
     rows += [
         row(f"management on/off: {name}", "KiB", value, memory["off"][name], reference)
         for name, value in memory["on"].items()
@@ -150,6 +192,14 @@ def run(quick: bool) -> list[Row]:
 
 
 if __name__ == "__main__":
-    for r in run("--quick" in sys.argv):
+    print(f"load average before: {os.getloadavg()}")
+    spread: dict[str, list[float]] = {}
+    for r in run("--quick" in sys.argv, spread):
         ratio = f"{r['ours'] / r['reference']:.3f}" if r["reference"] else "-"
         print(f"{r['figure']:<58} {r['ours']:>10.2f} {r['reference'] or 0:>10.2f}  ratio {ratio}")
+    for name, values in spread.items():
+        print(
+            f"CPU {name}, per round: median {statistics.median(values):.3f}, "
+            f"min {min(values):.3f}, max {max(values):.3f} ({len(values)} rounds)"
+        )
+    print(f"load average after: {os.getloadavg()}")

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from broker.config import BrokerConfig, tomllib
+
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
@@ -98,3 +100,36 @@ def test_no_host_port_is_published_twice() -> None:
         for port in service.get("ports", [])
     ]
     assert len(published) == len(set(published)), f"host ports published twice: {published}"
+
+
+def broker_config() -> BrokerConfig:
+    """The configuration the broker service runs with: its ``--config`` file, which the
+    image holds under /src (the Dockerfile copies the repository there)."""
+    command = SERVICES["broker"]["command"]
+    path = Path(command[command.index("--config") + 1])
+    return BrokerConfig.from_toml(ROOT / path.relative_to("/src"))
+
+
+def test_the_broker_service_publishes_its_management_port() -> None:
+    management = broker_config().management
+    assert management.enabled and management.host == "0.0.0.0"
+    container_ports = [str(p).rsplit(":", 1)[-1] for p in SERVICES["broker"]["ports"]]
+    assert str(management.port) in container_ports == ["5672", str(management.port)]
+
+
+def test_guest_may_log_in_through_dockers_network_as_in_rabbitmqs_image() -> None:
+    assert "guest" not in broker_config().loopback_users
+
+
+def test_the_broker_image_installs_the_brokers_dependencies() -> None:
+    """The broker stage installs the package without dependencies (no Spark), so it names
+    the others itself: every runtime dependency but Spark's and tomli (3.11 has tomllib)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    names = {
+        re.split(r"[<>=;\s\[]", d, maxsplit=1)[0] for d in pyproject["project"]["dependencies"]
+    }
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    broker_stage = dockerfile.split("FROM ")[1]
+    assert "AS broker" in broker_stage
+    missing = {n for n in names - {"pyspark", "pyarrow", "tomli"} if n not in broker_stage}
+    assert not missing, f"the broker image does not install {sorted(missing)}"

@@ -15,7 +15,7 @@ from ..model.exchanges import Exchange, arguments_key
 from ..model.queues import Queue
 from ..model.vhost import VirtualHost
 from .auth import access_in, authorize, vhost_for, vhosts_in_scope
-from .listing import list_response
+from .listing import list_response, sliced
 from .responses import json_response, no_content, not_found, read_json, table, text
 
 Binding = tuple[Exchange, Queue | Exchange, str, dict[str, Any]]
@@ -75,14 +75,15 @@ def _between(request: web.Request, vhost: VirtualHost) -> list[Binding]:
     return [b for b in bindings_in(vhost) if b[0] is source and b[1] is dest]
 
 
-async def list_bindings(request: web.Request) -> web.Response:
+async def list_bindings(request: web.Request) -> web.StreamResponse:
     vhosts = vhosts_in_scope(request)
-    return list_response(request, [binding_info(v, b) for v in vhosts for b in bindings_in(v)])
+    pairs = [(v, b) for v in vhosts for b in bindings_in(v)]
+    return await list_response(request, await sliced(lambda vb: binding_info(*vb), pairs))
 
 
-async def list_between(request: web.Request) -> web.Response:
+async def list_between(request: web.Request) -> web.StreamResponse:
     vhost = vhost_for(request)
-    return list_response(request, [binding_info(vhost, b) for b in _between(request, vhost)])
+    return await list_response(request, [binding_info(vhost, b) for b in _between(request, vhost)])
 
 
 def _authorize(request: web.Request, vhost: VirtualHost, b: Binding) -> None:
@@ -128,7 +129,7 @@ async def delete_binding(request: web.Request) -> web.Response:
     return no_content()
 
 
-async def exchange_bindings(request: web.Request) -> web.Response:
+async def exchange_bindings(request: web.Request) -> web.StreamResponse:
     """``/api/exchanges/{vhost}/{name}/bindings/source`` and ``.../destination``."""
     vhost = vhost_for(request)
     name = request.match_info["name"]
@@ -137,16 +138,16 @@ async def exchange_bindings(request: web.Request) -> web.Response:
         not_found()
     side = 0 if request.match_info["side"] == "source" else 1
     found = [b for b in bindings_in(vhost) if b[side] is ex]
-    return list_response(request, [binding_info(vhost, b) for b in found])
+    return await list_response(request, await sliced(lambda b: binding_info(vhost, b), found))
 
 
-async def queue_bindings(request: web.Request) -> web.Response:
+async def queue_bindings(request: web.Request) -> web.StreamResponse:
     vhost = vhost_for(request)
     q = vhost.queues.get(request.match_info["name"])
     if q is None:
         not_found()
     found = [b for b in bindings_in(vhost) if b[1] is q]
-    return list_response(request, [binding_info(vhost, b) for b in found])
+    return await list_response(request, [binding_info(vhost, b) for b in found])
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from .auth import require_tag, sees_all, user_of, vhost_for
 from .context import broker_of, sampler_of
-from .listing import list_response
+from .listing import list_response, sliced
 from .node import node_name
 from .rates import CHANNEL_FIELDS, connection_stats, message_stats
 from .responses import json_response, no_content, not_found
@@ -19,23 +19,19 @@ if TYPE_CHECKING:
     from ..server.abc import Connection
     from ..server.channel import ServerChannel
     from ..server.connection import AMQPConnection
+    from ..server.connection_view import ConnectionSnapshot
 
 #: connection.close's reply to a connection closed here, RabbitMQ's.
 CLOSED_HERE = "CONNECTION_FORCED - Closed via management plugin"
 
 
-def _address(conn: Connection, which: str) -> tuple[str, int]:
-    transport = conn.transport
-    info = transport.get_extra_info(which) if transport is not None else None
-    if isinstance(info, tuple) and len(info) >= 2:
-        return str(info[0]), int(info[1])
-    return "?", 0
-
-
 def connection_name(conn: Connection) -> str:
     """RabbitMQ's name of a connection: ``peer:port -> local:port``."""
-    peer, local = _address(conn, "peername"), _address(conn, "sockname")
-    return f"{peer[0]}:{peer[1]} -> {local[0]}:{local[1]}"
+    return _name(conn.snapshot())
+
+
+def _name(view: ConnectionSnapshot) -> str:
+    return f"{view.peer[0]}:{view.peer[1]} -> {view.local[0]}:{view.local[1]}"
 
 
 def visible_connections(request: web.Request) -> list[AMQPConnection]:
@@ -44,35 +40,34 @@ def visible_connections(request: web.Request) -> list[AMQPConnection]:
     return [
         c
         for c in broker_of(request).connections
-        if c.vhost is not None and not c.closed and (sees_all(user) or c.user == user.name)
+        if (view := c.snapshot()).open and (sees_all(user) or view.user == user.name)
     ]
 
 
 def connection_info(request: web.Request, conn: AMQPConnection) -> dict[str, Any]:
-    peer, local = _address(conn, "peername"), _address(conn, "sockname")
-    transport = conn.transport
+    view = conn.snapshot()
     info: dict[str, Any] = {
-        "name": connection_name(conn),
+        "name": _name(view),
         "node": node_name(),
         "type": "network",
-        "state": "blocked" if conn.memory_blocked else "running",
-        "user": conn.user,
-        "user_who_performed_action": conn.user,
-        "vhost": conn.vhost.name,
-        "protocol": "AMQP {}-{}-{}".format(*conn.spec.version),
-        "host": local[0],
-        "port": local[1],
-        "peer_host": peer[0],
-        "peer_port": peer[1],
-        "ssl": transport is not None and transport.get_extra_info("ssl_object") is not None,
-        "channels": sum(1 for c in conn.channels.values() if not c.closed),
-        "channel_max": conn.proto.channel_max,
-        "frame_max": conn.proto.frame_max,
-        "timeout": conn.heartbeat,
-        "connected_at": int(conn.connected_at * 1000),
-        "client_properties": conn.client_properties,
+        "state": "blocked" if view.blocked else "running",
+        "user": view.user,
+        "user_who_performed_action": view.user,
+        "vhost": view.vhost,
+        "protocol": "AMQP {}-{}-{}".format(*view.version),
+        "host": view.local[0],
+        "port": view.local[1],
+        "peer_host": view.peer[0],
+        "peer_port": view.peer[1],
+        "ssl": view.ssl,
+        "channels": len(view.channels),
+        "channel_max": view.channel_max,
+        "frame_max": view.frame_max,
+        "timeout": view.heartbeat,
+        "connected_at": int(view.connected_at * 1000),
+        "client_properties": view.client_properties,
     }
-    stats = message_stats(connection_stats(conn), sampler_of(request).rates(conn), CHANNEL_FIELDS)
+    stats = message_stats(connection_stats(view), sampler_of(request).rates(conn), CHANNEL_FIELDS)
     if stats is not None:
         info["message_stats"] = stats
     return info
@@ -83,8 +78,8 @@ def _channel_name(channel: ServerChannel) -> str:
 
 
 def _connection_details(conn: Connection) -> dict[str, Any]:
-    peer = _address(conn, "peername")
-    return {"name": connection_name(conn), "peer_host": peer[0], "peer_port": peer[1]}
+    view = conn.snapshot()
+    return {"name": _name(view), "peer_host": view.peer[0], "peer_port": view.peer[1]}
 
 
 def channel_info(request: web.Request, channel: ServerChannel) -> dict[str, Any]:
@@ -93,7 +88,7 @@ def channel_info(request: web.Request, channel: ServerChannel) -> dict[str, Any]
         "number": channel.id,
         "node": node_name(),
         "state": "running" if channel.flow_active else "flow",
-        "user": channel.conn.user,
+        "user": channel.conn.snapshot().user,
         "vhost": channel.vhost.name,
         "connection_details": _connection_details(channel.conn),
         "consumer_count": len(channel.consumers),
@@ -122,7 +117,7 @@ def consumer_info(channel: ServerChannel, consumer: Consumer) -> dict[str, Any]:
             "name": _channel_name(channel),
             "number": channel.id,
             "connection_name": connection_name(conn),
-            "user": conn.user,
+            "user": conn.snapshot().user,
         },
         "ack_required": not consumer.no_ack,
         "exclusive": consumer.exclusive,
@@ -138,9 +133,8 @@ def _channels(request: web.Request, vhost: str | None = None) -> list[ServerChan
     return [
         channel
         for conn in visible_connections(request)
-        if vhost is None or conn.vhost.name == vhost
-        for channel in conn.channels.values()
-        if not channel.closed
+        if vhost is None or conn.snapshot().vhost == vhost
+        for channel in conn.snapshot().channels
     ]
 
 
@@ -160,12 +154,14 @@ def _connection(request: web.Request) -> AMQPConnection:
     not_found()
 
 
-async def list_connections(request: web.Request) -> web.Response:
+async def list_connections(request: web.Request) -> web.StreamResponse:
     vhost = request.match_info.get("vhost")
     if vhost is not None:
         vhost_for(request)
-    conns = [c for c in visible_connections(request) if vhost is None or c.vhost.name == vhost]
-    return list_response(request, [connection_info(request, c) for c in conns])
+    conns = [
+        c for c in visible_connections(request) if vhost is None or c.snapshot().vhost == vhost
+    ]
+    return await list_response(request, await sliced(lambda c: connection_info(request, c), conns))
 
 
 async def get_connection(request: web.Request) -> web.Response:
@@ -175,24 +171,25 @@ async def get_connection(request: web.Request) -> web.Response:
 async def close_connection(request: web.Request) -> web.Response:
     """RabbitMQ's DELETE: the client gets connection.close 320 with ``X-Reason`` if given."""
     conn = _connection(request)
-    if conn.user != user_of(request).name:
+    if conn.snapshot().user != user_of(request).name:
         require_tag(request, "administrator")
     reason = request.headers.get("X-Reason")
     conn.close(320, f"CONNECTION_FORCED - {reason}" if reason else CLOSED_HERE)
     return no_content()
 
 
-async def connection_channels(request: web.Request) -> web.Response:
+async def connection_channels(request: web.Request) -> web.StreamResponse:
     conn = _connection(request)
-    channels = [c for c in conn.channels.values() if not c.closed]
-    return list_response(request, [channel_info(request, c) for c in channels])
+    channels = conn.snapshot().channels
+    return await list_response(request, [channel_info(request, c) for c in channels])
 
 
-async def list_channels(request: web.Request) -> web.Response:
+async def list_channels(request: web.Request) -> web.StreamResponse:
     vhost = request.match_info.get("vhost")
     if vhost is not None:
         vhost_for(request)
-    return list_response(request, [channel_info(request, c) for c in _channels(request, vhost)])
+    channels = _channels(request, vhost)
+    return await list_response(request, await sliced(lambda c: channel_info(request, c), channels))
 
 
 async def get_channel(request: web.Request) -> web.Response:
@@ -207,11 +204,12 @@ async def get_channel(request: web.Request) -> web.Response:
     not_found()
 
 
-async def list_consumers(request: web.Request) -> web.Response:
+async def list_consumers(request: web.Request) -> web.StreamResponse:
     vhost = request.match_info.get("vhost")
     if vhost is not None:
         vhost_for(request)
-    return list_response(request, consumers_of(request, vhost))
+    pairs = [(ch, c) for ch in _channels(request, vhost) for c in ch.consumers.values()]
+    return await list_response(request, await sliced(lambda cc: consumer_info(*cc), pairs))
 
 
 def add_routes(router: web.UrlDispatcher) -> None:

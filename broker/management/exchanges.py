@@ -11,7 +11,7 @@ from ..model.exchanges import Exchange
 from ..model.vhost import VirtualHost
 from .auth import access_in, authorize, vhost_for, vhosts_in_scope
 from .context import broker_of, sampler_of
-from .listing import list_response
+from .listing import list_response, sliced
 from .messages import publish
 from .rates import EXCHANGE_FIELDS, message_stats
 from .responses import (
@@ -55,10 +55,10 @@ def existing_exchange(request: web.Request, vhost: VirtualHost) -> Exchange:
     return found(vhost.exchanges, exchange_name(request))
 
 
-async def list_exchanges(request: web.Request) -> web.Response:
+async def list_exchanges(request: web.Request) -> web.StreamResponse:
     vhosts = vhosts_in_scope(request)
-    items = [exchange_info(request, v, ex) for v in vhosts for ex in v.exchanges.values()]
-    return list_response(request, items)
+    pairs = [(v, ex) for v in vhosts for ex in v.exchanges.values()]
+    return await list_response(request, await sliced(lambda vx: exchange_info(request, *vx), pairs))
 
 
 async def get_exchange(request: web.Request) -> web.Response:
@@ -70,8 +70,8 @@ async def put_exchange(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     body = await read_json(request)
     name = exchange_name(request)
-    type_name = text(body, "type")
-    durable, auto_delete = flag(body, "durable", True), flag(body, "auto_delete")
+    type_name = text(body, "type", "direct")
+    durable, auto_delete = flag(body, "durable"), flag(body, "auto_delete")
     internal, arguments = flag(body, "internal"), table(body, "arguments")
     authorize(
         access_in(request, vhost),

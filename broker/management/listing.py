@@ -1,19 +1,32 @@
 """What every list answer accepts, as RabbitMQ's ``rabbit_mgmt_util``: ``name`` (with
 ``use_regex``) filters, ``sort`` and ``sort_reverse`` order (by vhost and name unless told),
 ``page`` and ``page_size`` page (the answer then becomes a page object), and ``columns``
-keeps only the named, possibly dotted, fields."""
+keeps only the named, possibly dotted, fields.
+
+A listing may cover tens of thousands of objects, and it runs on the broker's event loop,
+which also serves every AMQP connection: building its items, filtering, keying the sort,
+pruning and encoding each go ``SLICE`` items at a time with the loop free in between
+(measured before: 50,000 queues held the loop for over 5 s, the AMQP clients waiting)."""
 
 from __future__ import annotations
 
+import asyncio
+import heapq
+import itertools
 import math
 import re
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from aiohttp import web
 
-from .responses import bad_request, integer, json_response
+from .responses import bad_request, dumps, integer, json_response
 
 Item = dict[str, Any]
+T = TypeVar("T")
+R = TypeVar("R")
+#: Items handled between two yields to the event loop (about a millisecond's work each).
+SLICE = 100
 #: RabbitMQ's largest page
 MAX_PAGE_SIZE = 500
 _DEFAULT_SORT = ("vhost", "name")
@@ -42,7 +55,38 @@ def _sort_key(item: Item, paths: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def _filtered(items: list[Item], query: Any) -> list[Item]:
+async def sliced(function: Callable[[T], R], objects: Iterable[T]) -> list[R]:
+    """``[function(o) for o in objects]``, ``SLICE`` at a time, yielding to the event loop
+    in between. The objects are taken first: a dict of the model may change meanwhile (an
+    object removed in between is still listed, as it was)."""
+    pending = list(objects)
+    done: list[R] = []
+    for start in range(0, len(pending), SLICE):
+        if start:
+            await asyncio.sleep(0)
+        done.extend(map(function, pending[start : start + SLICE]))
+    return done
+
+
+async def _sorted(items: list[Item], keys: list[Any], reverse: bool) -> list[Item]:
+    """``items`` in the order of their ``keys`` (stable, as ``sorted``): runs of
+    ``SLICE * 10`` sorted one at a time, then merged ``SLICE`` items at a time; one
+    ``sorted`` of 50,000 items held the loop for a tenth of a second and more."""
+    key = keys.__getitem__
+    runs: list[list[int]] = []
+    for start in range(0, len(items), SLICE * 10):
+        await asyncio.sleep(0)
+        run = range(start, min(len(items), start + SLICE * 10))
+        runs.append(sorted(run, key=key, reverse=reverse))
+    merged = heapq.merge(*runs, key=key, reverse=reverse)
+    ordered: list[Item] = []
+    while chunk := list(itertools.islice(merged, SLICE)):
+        ordered.extend(items[n] for n in chunk)
+        await asyncio.sleep(0)
+    return ordered
+
+
+async def _filtered(items: list[Item], query: Any) -> list[Item]:
     name = query.get("name")
     if not name:
         return items
@@ -51,8 +95,10 @@ def _filtered(items: list[Item], query: Any) -> list[Item]:
             pattern = re.compile(name)
         except re.error as e:
             bad_request(f"name={name!r}: not a regular expression: {e}")
-        return [i for i in items if pattern.search(str(i.get("name", "")))]
-    return [i for i in items if name in str(i.get("name", ""))]
+        keep = await sliced(lambda i: pattern.search(str(i.get("name", ""))) is not None, items)
+    else:
+        keep = await sliced(lambda i: name in str(i.get("name", "")), items)
+    return [i for i, kept in zip(items, keep, strict=True) if kept]
 
 
 def _prune(item: Item, columns: list[list[str]]) -> Item:
@@ -76,10 +122,10 @@ def _has(item: Any, path: list[str]) -> bool:
     return True
 
 
-def arrange(items: list[Item], query: Any) -> Any:
+async def arrange(items: list[Item], query: Any) -> Any:
     """The list (or page) a list request asks for."""
     total = len(items)
-    items = _filtered(items, query)
+    items = await _filtered(items, query)
     sort = query.get("sort")
     paths = (
         tuple(sort.split(","))
@@ -88,13 +134,13 @@ def arrange(items: list[Item], query: Any) -> Any:
     )
     reverse = query.get("sort_reverse", "false").lower() == "true"
     if paths:
-        items = sorted(items, key=lambda i: _sort_key(i, paths), reverse=reverse)
+        items = await _sorted(items, await sliced(lambda i: _sort_key(i, paths), items), reverse)
     elif reverse:
         items = items[::-1]
     columns = query.get("columns")
     if columns:
         wanted = [c.split(".") for c in columns.split(",") if c]
-        items = [_prune(i, wanted) for i in items]
+        items = await sliced(lambda i: _prune(i, wanted), items)
     if "page" not in query:
         return items
     page = integer(dict(query), "page", 1, minimum=1)
@@ -116,5 +162,24 @@ def arrange(items: list[Item], query: Any) -> Any:
     }
 
 
-def list_response(request: web.Request, items: list[Item]) -> web.Response:
-    return json_response(arrange(items, request.query))
+async def _streamed(request: web.Request, items: list[Item]) -> web.StreamResponse:
+    """The JSON array of ``items``, encoded and written ``SLICE`` at a time (one write of a
+    50,000-queue answer held the loop for a tenth of a second and more)."""
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await response.prepare(request)
+    separator = b"["
+    for start in range(0, len(items), SLICE):
+        await asyncio.sleep(0)
+        await response.write(separator + dumps(items[start : start + SLICE])[1:-1].encode())
+        separator = b","
+    await response.write(b"[]" if separator == b"[" else b"]")
+    await response.write_eof()
+    return response
+
+
+async def list_response(request: web.Request, items: list[Item]) -> web.StreamResponse:
+    """The answer to a list request for ``items`` (build them with ``sliced``)."""
+    answer = await arrange(items, request.query)
+    if isinstance(answer, dict):  # a page: at most MAX_PAGE_SIZE items
+        return json_response(answer)
+    return await _streamed(request, answer)

@@ -54,7 +54,7 @@ class BrokerCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         broker = self.broker
-        channels = [c for conn in broker.connections for c in conn.channels.values()]
+        channels = [c for conn in broker.connections for c in conn.snapshot().channels]
         queues = [(v, q) for v in broker.vhosts.values() for q in v.queues.values()]
         yield _gauge("rabbitmq_connections", "Connections currently open", len(broker.connections))
         yield _gauge("rabbitmq_channels", "Channels currently open", len(channels))

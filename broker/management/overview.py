@@ -22,7 +22,7 @@ async def get_overview(request: web.Request) -> web.Response:
     rates = sampler_of(request).rates(broker)
     vhosts = visible_vhosts(request)
     conns = visible_connections(request)
-    channels = [c for conn in conns for c in conn.channels.values() if not c.closed]
+    channels = [c for conn in conns for c in conn.snapshot().channels]
     totals = queue_totals(vhosts)
     body = {
         **versions(),

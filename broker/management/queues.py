@@ -14,7 +14,7 @@ from ..model.vhost import VirtualHost
 from .auth import access_in, authorize, vhost_for, vhosts_in_scope
 from .connections import connection_name, consumers_of
 from .context import broker_of, sampler_of
-from .listing import list_response
+from .listing import list_response, sliced
 from .messages import get
 from .node import node_name
 from .rates import QUEUE_FIELDS, depths, message_stats
@@ -74,10 +74,10 @@ def existing_queue(request: web.Request, vhost: VirtualHost) -> Queue:
     return found(vhost.queues, request.match_info["name"])
 
 
-async def list_queues(request: web.Request) -> web.Response:
+async def list_queues(request: web.Request) -> web.StreamResponse:
     vhosts = vhosts_in_scope(request)
-    items = [queue_info(request, v, q) for v in vhosts for q in v.queues.values()]
-    return list_response(request, items)
+    pairs = [(v, q) for v in vhosts for q in v.queues.values()]
+    return await list_response(request, await sliced(lambda vq: queue_info(request, *vq), pairs))
 
 
 async def get_queue(request: web.Request) -> web.Response:
@@ -93,7 +93,7 @@ async def put_queue(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     name = request.match_info["name"]
     body = await read_json(request)
-    durable, auto_delete = flag(body, "durable", True), flag(body, "auto_delete")
+    durable, auto_delete = flag(body, "durable"), flag(body, "auto_delete")
     arguments = table(body, "arguments")
     authorize(
         access_in(request, vhost), "queue.declare", queue=name, passive=False, arguments=arguments

@@ -18,7 +18,7 @@ from ..model.stats import FIELDS, MessageStats
 
 if TYPE_CHECKING:
     from ..server.app import BrokerServer
-    from ..server.connection import AMQPConnection
+    from ..server.connection_view import ConnectionSnapshot
 
 Counts = dict[str, int]
 Sample = tuple[float, tuple[int, ...]]
@@ -53,13 +53,12 @@ def counts_of(stats: MessageStats) -> Counts:
     return counts
 
 
-def connection_stats(conn: AMQPConnection) -> MessageStats:
+def connection_stats(view: ConnectionSnapshot) -> MessageStats:
     """A connection's counts: its closed channels' and its open ones'."""
     total = MessageStats()
-    total.add(conn.stats)
-    for channel in conn.channels.values():
-        if not channel.closed:
-            total.add(channel.stats)
+    total.add(view.stats)
+    for channel in view.channels:
+        total.add(channel.stats)
     return total
 
 
@@ -68,7 +67,7 @@ def overall_stats(server: BrokerServer) -> MessageStats:
     total = MessageStats()
     total.add(server.closed_stats)
     for conn in server.connections:
-        total.add(connection_stats(conn))
+        total.add(connection_stats(conn.snapshot()))
     return total
 
 
@@ -143,9 +142,10 @@ class RateSampler:
             for exchange in list(vhost.exchanges.values()):
                 record(exchange, now, _counters(exchange.stats))
         for conn in list(server.connections):
-            for channel in list(conn.channels.values()):
+            view = conn.snapshot()
+            for channel in view.channels:
                 record(channel, now, _counters(channel.stats))
-            record(conn, now, _counters(connection_stats(conn)))
+            record(conn, now, _counters(connection_stats(view)))
         totals = (total_ready + total_unacked, total_ready, total_unacked)
         record(server, now, (*_counters(overall_stats(server)), *totals))
         self.history.append((now, self.rates(server)))

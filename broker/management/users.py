@@ -140,12 +140,12 @@ def delete_user_named(broker: BrokerServer, name: str) -> None:
 # -- handlers ---------------------------------------------------------------------------------
 
 
-async def list_users(request: web.Request) -> web.Response:
+async def list_users(request: web.Request) -> web.StreamResponse:
     require_tag(request, "administrator")
     users = list(broker_of(request).config.users.values())
     if request.path.endswith("/without-permissions"):
         users = [u for u in users if not u.permissions]
-    return list_response(request, [user_info(u) for u in users])
+    return await list_response(request, [user_info(u) for u in users])
 
 
 async def get_user(request: web.Request) -> web.Response:
@@ -194,15 +194,15 @@ def _filtered(request: web.Request, items: list[dict[str, Any]]) -> list[dict[st
     return items
 
 
-async def list_permissions(request: web.Request) -> web.Response:
+async def list_permissions(request: web.Request) -> web.StreamResponse:
     require_tag(request, "administrator")
-    return list_response(request, _filtered(request, permissions_list(broker_of(request))))
+    return await list_response(request, _filtered(request, permissions_list(broker_of(request))))
 
 
-async def list_topic_permissions(request: web.Request) -> web.Response:
+async def list_topic_permissions(request: web.Request) -> web.StreamResponse:
     require_tag(request, "administrator")
     items = topic_permissions_list(broker_of(request))
-    return list_response(request, _filtered(request, items))
+    return await list_response(request, _filtered(request, items))
 
 
 async def get_permission(request: web.Request) -> web.Response:

@@ -69,8 +69,8 @@ def delete_vhost(broker: BrokerServer, vhost: VirtualHost) -> None:
         del topics[key]
 
 
-async def list_vhosts(request: web.Request) -> web.Response:
-    return list_response(request, [vhost_info(request, v) for v in visible_vhosts(request)])
+async def list_vhosts(request: web.Request) -> web.StreamResponse:
+    return await list_response(request, [vhost_info(request, v) for v in visible_vhosts(request)])
 
 
 async def get_vhost(request: web.Request) -> web.Response:

@@ -286,6 +286,10 @@ class VirtualHost:
             )
         if factory is Queue and _speaks_0_9_1(owner):
             refuse_delivery_limit(name, self.name, arguments)
+        if "x-queue-type" not in arguments:
+            # RabbitMQ 4.0 stamps the type into the arguments of every queue declared
+            # without one (AMQP, HTTP PUT, definitions): its API and exports show it.
+            arguments = {**arguments, "x-queue-type": "classic"}
         q = factory(
             self.queue_context,
             name,

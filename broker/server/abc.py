@@ -30,6 +30,7 @@ from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 
 if TYPE_CHECKING:
+    from .connection_view import ConnectionSnapshot
     from .descriptors import RefusalLog
 
 #: A delivery awaiting ack: (consumer or None for basic.get, queue, entry).
@@ -137,6 +138,10 @@ class Connection(Protocol):
     def published(self, size: int) -> None: ...
 
     def abort(self) -> None: ...
+
+    def snapshot(self) -> ConnectionSnapshot:
+        """What the management API reads of the connection, read-only."""
+        ...
 
 
 class Channel(Protocol):

@@ -42,6 +42,7 @@ from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 from .abc import Server
 from .channel import ServerChannel
+from .connection_view import ConnectionSnapshot, address
 from .content_pump import ContentPump
 from .dialect import Dialect, Dialects
 
@@ -464,6 +465,27 @@ class AMQPConnection(asyncio.Protocol):
         )
         self.send_method(channel_id, close)
 
+    def snapshot(self) -> ConnectionSnapshot:
+        """A read-only view of this connection for the management API."""
+        transport = self.transport
+        return ConnectionSnapshot(
+            open=self.vhost is not None and not self._closed,
+            blocked=self._memory_blocked,
+            user=self.user,
+            vhost=self.vhost.name if self.vhost is not None else None,
+            version=self.proto.spec.version if self.proto.spec is not None else (0, 0, 0),
+            peer=address(transport, "peername"),
+            local=address(transport, "sockname"),
+            ssl=transport is not None and transport.get_extra_info("ssl_object") is not None,
+            channel_max=self.proto.channel_max,
+            frame_max=self.proto.frame_max,
+            heartbeat=self.heartbeat,
+            connected_at=self.connected_at,
+            client_properties=self.client_properties,
+            channels=tuple(c for c in self.channels.values() if not c.closed),
+            stats=self.stats,
+        )
+
     def forget_channel(self, channel_id: int) -> None:
         self.channels.pop(channel_id, None)
 
@@ -612,6 +634,11 @@ class AMQPConnection(asyncio.Protocol):
 
     def _tune_ok(self, m: ConnectionTuneOk) -> None:
         cfg = self.config
+        if m.channel_max == 0 and self._spoken.refuses_unlimited_channels:
+            raise errors.NotAllowed(
+                "NOT_ALLOWED - negotiated channel_max = 0 (no limit) is higher than the "
+                f"maximum allowed value ({cfg.channel_max})"
+            )
         channel_max = m.channel_max or cfg.channel_max
         frame_max = m.frame_max or cfg.frame_max
         if channel_max > cfg.channel_max:

@@ -221,7 +221,7 @@ def _open_raw_with_heartbeat(url: str, heartbeat: int) -> tuple[socket.socket, C
                     conn.send_method(
                         0,
                         M("connection.tune-ok")(
-                            channel_max=0, frame_max=131072, heartbeat=heartbeat
+                            channel_max=2047, frame_max=131072, heartbeat=heartbeat
                         ),
                     )
                 )

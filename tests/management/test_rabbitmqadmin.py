@@ -206,30 +206,51 @@ def scenario(admin: Admin, amqp_url: str) -> list[tuple[str, Any]]:
     return out
 
 
-#: Measured: RabbitMQ 4.0 stamps ``x-queue-type: classic`` on every queue declared without
-#: one (over AMQP too), which shows in listings and exports; the bundled broker declares as
-#: 3.10 does. A difference of the model (RabbitMQ 4 parity), not of the API.
-_QUEUE_TYPE_STAMPED = pytest.mark.xfail(
-    strict=True, reason="RabbitMQ 4.0 adds x-queue-type=classic to queue arguments"
-)
+def stamped_as_rabbitmq_4(answers: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """RabbitMQ 3.10's answers as RabbitMQ 4.0 gives them: 4.0 stamps ``x-queue-type:
+    classic`` into the arguments of every queue declared without a type, which shows in the
+    queue listing and the export (measured on 4.0.5: tests/management/
+    test_queue_type_argument.py). The bundled broker follows 4.0, so this is the one
+    expected difference from 3.10."""
+
+    def stamp(queue: dict[str, Any]) -> dict[str, Any]:
+        return {**queue, "arguments": {"x-queue-type": "classic", **queue["arguments"]}}
+
+    stamped: list[tuple[str, Any]] = []
+    for step, answer in answers:
+        if step == "queues":
+            answer = sorted(map(stamp, answer), key=_canonical)
+        elif step == "export":
+            answer = {**answer, "queues": sorted(map(stamp, answer["queues"]), key=_canonical)}
+        stamped.append((step, answer))
+    return stamped
 
 
-@pytest.fixture(
-    scope="module",
-    params=[3, pytest.param(4, marks=_QUEUE_TYPE_STAMPED)],
-    ids=["rabbitmq3", "rabbitmq4"],
-)
-def rabbitmq_node(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """(management URL, AMQP URL) of a private RabbitMQ 3.10 node (rabbitmqadmin's own
-    version) or 4.0 node."""
+def vhost_columns_honoured(answers: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """RabbitMQ 4.0's answers with the vhost listings cut to the column asked for (name):
+    4.0.5 ignores ``columns`` on ``/api/vhosts`` alone (every other listing, and 3.10,
+    honour it) and answers its paging with a 500, a fault the bundled broker does not copy
+    (docs/rabbitmq-4-differences.md)."""
+    return [
+        (step, sorted(({"name": r["name"]} for r in answer), key=_canonical))
+        if "vhost" in step
+        else (step, answer)
+        for step, answer in answers
+    ]
+
+
+@pytest.fixture(scope="module", params=[3, 4], ids=["rabbitmq3", "rabbitmq4"])
+def rabbitmq_node(request: pytest.FixtureRequest) -> Iterator[tuple[int, str, str]]:
+    """(major version, management URL, AMQP URL) of a private RabbitMQ 3.10 node
+    (rabbitmqadmin's own version) or 4.0 node."""
     with private_rabbitmq_node(
         "with rabbitmq_management", major=request.param, plugins=("rabbitmq_management",)
     ) as node:
-        yield node.management_url.removesuffix("api/"), node.url
+        yield request.param, node.management_url.removesuffix("api/"), node.url
 
 
 def test_rabbitmqadmin_gives_the_same_answers_on_both_brokers(
-    rabbitmq_node: tuple[str, str], tmp_path: Path
+    rabbitmq_node: tuple[int, str, str], tmp_path: Path
 ) -> None:
     if not RABBITMQADMIN.exists():
         reason = f"{RABBITMQADMIN} is missing (scripts/install-rabbitmq.sh installs it)"
@@ -238,8 +259,9 @@ def test_rabbitmqadmin_gives_the_same_answers_on_both_brokers(
         pytest.skip(reason)
     (tmp_path / "rabbitmq").mkdir()
     (tmp_path / "bundled").mkdir()
-    management_url, amqp_url = rabbitmq_node
+    major, management_url, amqp_url = rabbitmq_node
     reference = scenario(Admin(management_url, tmp_path / "rabbitmq"), amqp_url)
+    reference = (stamped_as_rabbitmq_4 if major == 3 else vhost_columns_honoured)(reference)
     with Broker() as b:
         ours = scenario(Admin(b.management_url, tmp_path / "bundled"), b.url)
     differences = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amqp_protocol import Method, Properties, Spec, errors, events
+from amqp_protocol import Method, Properties, Spec, events
 from amqp_protocol.generated.any_version import (
     BasicProperties,
     BasicPublish,
@@ -200,10 +200,6 @@ class Spec09Dialect(Dialect):
 
     def publishers_blocked(self, conn: Connection, blocked: bool) -> None:
         connection_class.flow_publishers(conn, not blocked)
-
-    def tuning_refused(self, conn: Connection, err: errors.AMQPError) -> bool:
-        connection_class.refuse_tuning(conn, err)
-        return True
 
     def other_frame(self, conn: Connection, ev: events.OtherFrameReceived) -> None:
         connection_class.other_frame(conn, ev)

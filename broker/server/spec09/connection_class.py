@@ -84,9 +84,3 @@ def other_frame(conn: Connection, ev: events.OtherFrameReceived) -> None:
         f"UNEXPECTED_FRAME - out-of-band frame (type {ev.frame_type}) on channel "
         f"{ev.channel}, which has no out-of-band transfers configured"
     )
-
-
-def refuse_tuning(conn: Connection, err: errors.AMQPError) -> None:
-    """Close the socket, no negotiated close: the 0-9 rules for a bad tune-ok."""
-    log.info("connection %s: tune-ok refused (%s); closing the socket", conn.peer, err)
-    conn.abort()
