@@ -50,6 +50,10 @@ def _connect_session(scratch: str) -> SparkSession:
                 "spark.ui.showConsoleProgress": "false",
                 "spark.driver.host": "127.0.0.1",
                 "spark.driver.bindAddress": "127.0.0.1",
+                # The Connect server listens on loopback only (its default is every address);
+                # its port stays PySpark's 15002, which the client side of remote("local")
+                # always dials outside Spark's own test mode.
+                "spark.connect.grpc.binding.address": "127.0.0.1",
                 "spark.local.dir": f"{scratch}/local",
                 "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch}/derby",
             }
