@@ -55,7 +55,7 @@ from ..model.message import Message, QueuedMessage, validate_expiration
 from ..model.queues import Consumer, Queue, consumer_priority
 from ..model.stats import MessageStats
 from .abc import Connection, Unacked
-from .dialect import ChannelHandler, Dialect
+from .dialect import ChannelHandler, ContentHandler, Dialect
 
 
 def _sequence(confirm: tuple[int, bool]) -> int:
@@ -100,6 +100,7 @@ class ServerChannel:
         self.handlers = dialect.channel_handlers
         self._content_handlers = dialect.content_handlers
         self._delivery_limit = dialect.delivery_limit
+        self._honours_immediate = dialect.honours_immediate
         self.dialect_state = dialect.channel_state()
 
     def send(self, method: Method) -> None:
@@ -502,8 +503,12 @@ class ServerChannel:
             raise errors.CommandInvalid(f"COMMAND_INVALID - {m.NAME} is not sent by clients")
         handler(self, m, properties, body)
 
-    def publish_basic(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
-        """basic.publish with its content, its immediate flag dealt with by the dialect."""
+    def basic_publish(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
+        """basic.publish with its content. The immediate flag is refused (as RabbitMQ does)
+        unless the dialect honours it (``Dialect.honours_immediate``): then its handler
+        comes here only once it found a consumer ready."""
+        if m.immediate and not self._honours_immediate:
+            raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
         self.conn.access.check(m)
         exchange = self.vhost.exchange(m.exchange)
         if exchange.internal:
@@ -691,7 +696,10 @@ _CORE_HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
     "tx.commit": ServerChannel._tx_commit,
     "tx.rollback": ServerChannel._tx_rollback,
 }
-#: The channel methods every dialect starts from (0-9-1's, as RabbitMQ answers them). The
-#: core calls each handler with its ``ServerChannel``; a dialect's own handlers need only
-#: the public surface (``abc.Channel``), hence the one table type.
+#: The channel methods every dialect starts from (0-9-1's, as RabbitMQ answers them), and its
+#: content-bearing ones. The core calls each handler with its ``ServerChannel``; a dialect's
+#: own handlers need only the public surface (``abc.Channel``), hence the one table type.
 CORE_HANDLERS = cast(dict[str, ChannelHandler], _CORE_HANDLERS)
+CORE_CONTENT_HANDLERS = cast(
+    dict[str, ContentHandler], {"basic.publish": ServerChannel.basic_publish}
+)

@@ -47,6 +47,9 @@ class Dialect:
     #: A delivery of several body frames may be cancelled by a reject while it is sent
     #: (through the connection's content pump).
     cancellable_contents = False
+    #: The dialect's basic.publish handler deals with the immediate flag (and calls the
+    #: core's ``basic_publish`` once a consumer is ready); else the core refuses it.
+    honours_immediate = False
     #: Checked before each delivery to a consumer that acknowledges, after the core's own
     #: limits (None: nothing more to check).
     delivery_limit: Callable[[Channel], bool] | None = None

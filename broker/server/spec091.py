@@ -1,14 +1,15 @@
 """AMQP 0-9-1 with RabbitMQ's extensions, the dialect of every 0-9-1 client: the core's
-handlers, with the refusals RabbitMQ answers where older versions' rules differ."""
+handlers (which refuse basic.publish's immediate flag, as RabbitMQ does), with the refusals
+RabbitMQ answers where older versions' rules differ."""
 
 from __future__ import annotations
 
 from amqp_protocol import SPEC_0_9_1, errors
-from amqp_protocol.generated.any_version import BasicProperties, BasicPublish, ExchangeDeclare
+from amqp_protocol.generated.any_version import ExchangeDeclare
 
 from ..model.exchanges import EXCHANGE_TYPES
 from .abc import Channel
-from .channel import CORE_HANDLERS
+from .channel import CORE_CONTENT_HANDLERS, CORE_HANDLERS
 from .dialect import Dialect
 
 
@@ -26,13 +27,6 @@ def _exchange_declare(ch: Channel, m: ExchangeDeclare) -> None:
     ch.declare_exchange(m, durable=m.durable, auto_delete=m.auto_delete)
 
 
-def _basic_publish(ch: Channel, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
-    """basic.publish: RabbitMQ refuses the immediate flag."""
-    if m.immediate:
-        raise errors.NotImplemented_("NOT_IMPLEMENTED - immediate=true")
-    ch.publish_basic(m, properties, body)
-
-
 class RabbitMQDialect(Dialect):
     """0-9-1 as RabbitMQ speaks it."""
 
@@ -43,5 +37,5 @@ class RabbitMQDialect(Dialect):
         super().__init__(
             SPEC_0_9_1,
             {**CORE_HANDLERS, "exchange.declare": _exchange_declare},
-            {"basic.publish": _basic_publish},
+            CORE_CONTENT_HANDLERS,
         )

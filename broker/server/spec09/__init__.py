@@ -147,7 +147,7 @@ def _basic_publish(
             message = Message(m.exchange, m.routing_key, properties, body)
             publishing.send_return(channel, message, "basic", 313, "NO_CONSUMERS")
             return
-    channel.publish_basic(m, properties, body)  # immediate, a consumer is ready: as usual
+    channel.basic_publish(m, properties, body)  # immediate, a consumer is ready: as usual
 
 
 def _content_checked(handler: ContentHandler) -> ContentHandler:
@@ -171,6 +171,7 @@ class Spec09Dialect(Dialect):
     """AMQP 0-9, or 0-8 (``spec``): the same classes, rules and policies."""
 
     cancellable_contents = True  # rule basic.reject:01 (see ``AMQPConnection.send_content``)
+    honours_immediate = True  # see publishing
 
     def __init__(self, spec: Spec) -> None:
         content = {name: _content_checked(h) for name, h in _CONTENT_HANDLERS.items()}
