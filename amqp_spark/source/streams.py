@@ -21,11 +21,12 @@ import datetime
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from amqp_spark.server_product import is_rabbitmq
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
 from amqp_spark.source.data_loss import lost
@@ -211,10 +212,6 @@ class StreamTails:
                 assert self._conn is not None
                 return probe(self._conn, queue, spec, self._options.poll_timeout)
 
-    def first_available(self, queue: str) -> int | None:
-        """The first offset ``queue`` still holds (None: it holds none)."""
-        return self._probe(queue, "first")
-
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes
         are estimated from the average message size seen)."""
@@ -251,6 +248,17 @@ def probe(
         return None if d is None else stream_offset_of(d)
     finally:
         ch.close()
+
+
+def first_offset(first_message: int | None, server_properties: Mapping[str, Any]) -> int | None:
+    """The first offset a stream whose first message is at ``first_message`` holds: that
+    message's, except on RabbitMQ, where every segment but a stream's first one opens with a
+    tracking chunk of one offset and no message (measured on 3.10.8 and 4.0.5). Once
+    retention removed the first segment, the offset before the first message is that
+    chunk's: a query whose next offset it is (it read the message before) lost nothing."""
+    if first_message and is_rabbitmq(server_properties):
+        return first_message - 1
+    return first_message
 
 
 def plan_ranges(
@@ -327,13 +335,17 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
         part.uri, part.max_reconnect_attempts, "stream range reader", consume_from_start
     )
 
+    def first_held() -> int | None:
+        found = probe(conn, part.queue, "first", part.poll_timeout)
+        return first_offset(found, conn.server_properties)
+
     try:
         pending: list[Delivery] = []
         last, unacked, ack_every = part.start - 1, 0, max(1, part.prefetch // 2)
         while last < stop_at:
             d = ch.next_delivery(timeout=part.poll_timeout * 10)
             if d is None:
-                first = probe(conn, part.queue, "first", part.poll_timeout)
+                first = first_held()
                 if first is None or first <= stop_at:
                     raise TimeoutError(
                         f"amqp source: stream queue {part.queue!r} stopped delivering after "
@@ -351,10 +363,10 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
             if offset is None or offset < part.start:
                 continue  # a chunk starts before the asked offset
             if last == part.start - 1 and offset > part.start:
-                # Offsets without a message (RabbitMQ 4 puts a tracking chunk at the start of
+                # Offsets without a message (RabbitMQ puts a tracking chunk at the start of
                 # each segment) leave gaps too, and so do the chunks a filter skips: only a
                 # stream that begins later lost some.
-                first = probe(conn, part.queue, "first", part.poll_timeout)
+                first = first_held()
                 if first is not None and first > part.start:
                     lost(part.queue, part.start, first, part.fail_on_data_loss)
             last = offset
