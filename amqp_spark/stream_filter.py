@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from amqp_spark.server_product import product_and_version
+
 FILTER_VALUE_HEADER = "x-stream-filter-value"
 
 
@@ -42,12 +44,8 @@ class StreamFilter:
 def rabbitmq_without_filtering(server_properties: Mapping[str, Any]) -> str | None:
     """The version of a RabbitMQ older than 3.13 (it ignores the filter arguments and
     delivers everything), None for any other server."""
-    product, version = server_properties.get("product"), server_properties.get("version")
-    if isinstance(product, bytes):
-        product = product.decode(errors="replace")
-    if isinstance(version, bytes):
-        version = version.decode(errors="replace")
-    if product != "RabbitMQ" or not isinstance(version, str):
+    product, version = product_and_version(server_properties)
+    if product != "RabbitMQ" or version is None:
         return None
     try:
         major, minor = (int(part) for part in version.split(".")[:2])

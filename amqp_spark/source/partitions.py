@@ -36,8 +36,10 @@ class StreamRangePartition(InputPartition):
     prefetch: int
     poll_timeout: float
     max_reconnect_attempts: int
-    stream_filter: StreamFilter | None = None  #: filterValues: read and keep matches only
-    stop_at: int | None = None  #: with a filter: the range's last match, when the driver knows
+    stream_filter: StreamFilter | None = None  #: filterValues: only matches become rows
+    filter_on_broker: bool = True  #: consume with the filter (False: read every message)
+    stop_at: int | None = None  #: the read ends at the first delivery at or after this
+    #: offset (None: ``end - 1``); with a filter, a match the driver saw
     fail_on_data_loss: bool = True  #: an offset of the range gone from the stream fails the read
 
 

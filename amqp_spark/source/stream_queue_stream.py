@@ -15,7 +15,6 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit
 
-from amqp_spark.source.data_loss import readable_start
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.queue_stream import QueueStream
@@ -52,9 +51,10 @@ class StreamQueueStream(QueueStream[StreamTails]):
         return {"kind": "stream", "queues": self._state.report()}
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        """The batch's ranges. Whether retention removed some of them is found by the
+        executors that read them (see :mod:`~amqp_spark.source.data_loss`), not here."""
         tails = self._runner_state()  # a batch replanned after a restart comes first
         first, last = StreamOffset.from_dict(start), StreamOffset.from_dict(end)
-        first = readable_start(first, last, tails.first_available, self.options.fail_on_data_loss)
         ranges: list[InputPartition] = list(plan_ranges(self.options, first, last, tails))
         log.info("amqp source: stream batch %s -> %s in %d range(s)", start, end, len(ranges))
         return ranges

@@ -17,20 +17,20 @@ round trip per trigger: ``latestOffset`` answers from what the tail has seen.
 
 from __future__ import annotations
 
-import bisect
 import datetime
 import logging
 import threading
 import time
-from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from amqp_spark.server_product import is_rabbitmq
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
 from amqp_spark.source.data_loss import lost
+from amqp_spark.source.filter_plan import ExactRead, MatchesSeen
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
@@ -47,8 +47,6 @@ log = logging.getLogger("amqp_spark.source")
 ROWS_PER_RECORD_BATCH = 10_000
 #: The tail is "settled" once no delivery came for this long (end of the last chunk).
 SETTLE_SECONDS = 0.3
-#: ``StreamTails.stop_at``: no message of the range matches the filter.
-NOTHING_MATCHES = -1
 
 
 class StreamTails:
@@ -63,17 +61,16 @@ class StreamTails:
         self._bytes = self._count = 0  #: for an average message size (maxBytesPerTrigger)
         self._target: dict[str, int] | None = None  #: AvailableNow: never read past this
         self._filter = options.stream_filter
-        #: with filterValues: per queue, the offsets of the matching messages the tail saw
-        #: (ascending), and the first offset it saw since it (re)attached: it saw every one
-        #: after that, so it knows the matches of any range from there.
-        self._matches: dict[str, array[int]] = {q: array("q") for q in options.queues}
-        self._watched_from: dict[str, int] = {}
+        #: with filterValues: per queue, the matches the tail saw and since when it watches
+        self._seen = {q: MatchesSeen() for q in options.queues}
+        self._unfiltered_said: set[str] = set()  #: queues whose unfiltered read was logged
 
     def _ensure_open(self) -> None:
         if self._conn is not None and self._conn.is_open:
             return
         self._conn = None
-        self._watched_from.clear()  # what came while detached was not seen
+        for seen in self._seen.values():
+            seen.detached()  # what comes until the tails are back is not seen
         opts = self._options
 
         def follow_tails(conn: Connection) -> dict[str, Channel]:
@@ -117,7 +114,7 @@ class StreamTails:
                         self._next[queue] = offset + 1
                     self._bytes += len(d.body)
                     if self._filter is not None:
-                        self._note_match(queue, offset, d.properties)
+                        self._seen[queue].note(offset, self._filter.keeps(d.properties))
                 if deliveries:
                     ch.basic_ack(deliveries[-1].delivery_tag, multiple=True)
                     seen += len(deliveries)
@@ -126,28 +123,25 @@ class StreamTails:
             self._conn = None  # reopened (and re-settled) by the next _ensure_open()
         return seen
 
-    def _note_match(self, queue: str, offset: int, properties: Any) -> None:
-        self._watched_from.setdefault(queue, offset)
-        matches = self._matches[queue]
-        assert self._filter is not None
-        if self._filter.keeps(properties) and (not matches or offset > matches[-1]):
-            matches.append(offset)
-
-    def stop_at(self, queue: str, begin: int, end: int) -> int | None:
-        """With filterValues, the last offset of ``[begin, end)`` a filtered reader must
-        see: the last match there, which the broker is sure to deliver (a Bloom filter has
-        no false negatives). ``NOTHING_MATCHES`` when the tail saw the whole range and
-        nothing in it matches; None when it did not see it all (read until quiet)."""
+    def exact_read(self, queue: str, begin: int, end: int) -> ExactRead | None:
+        """With filterValues, how to read the matches of ``[begin, end)`` exactly (see
+        :mod:`~amqp_spark.source.filter_plan`); None when the tail saw it hold none."""
         with self._lock:
-            matches = self._matches[queue]
-            del matches[: bisect.bisect_left(matches, begin)]  # earlier batches are done
-            i = bisect.bisect_left(matches, end)
-            if i:
-                return matches[i - 1]
-            watched_from = self._watched_from.get(queue)
-            if watched_from is not None and watched_from <= begin:
-                return NOTHING_MATCHES
-            return None
+            seen = self._seen[queue]
+            seen.forget_before(begin)  # earlier batches are read
+            read = seen.read_of(begin, end)
+            if read is not None and not read.on_broker and queue not in self._unfiltered_said:
+                self._unfiltered_said.add(queue)
+                log.info(
+                    "amqp source: no match of filterValues is known at or after offset %d of "
+                    "stream queue %r (written before the source watched it): offsets %d to %d "
+                    "are read unfiltered, which is exact but transfers every message",
+                    begin,
+                    queue,
+                    begin,
+                    read.end - 1,
+                )
+            return read
 
     def _settle(self) -> None:
         """Follow until nothing arrives for a moment: the tail then knows the end of the
@@ -218,10 +212,6 @@ class StreamTails:
                 assert self._conn is not None
                 return probe(self._conn, queue, spec, self._options.poll_timeout)
 
-    def first_available(self, queue: str) -> int | None:
-        """The first offset ``queue`` still holds (None: it holds none)."""
-        return self._probe(queue, "first")
-
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes
         are estimated from the average message size seen)."""
@@ -260,21 +250,30 @@ def probe(
         ch.close()
 
 
+def first_offset(first_message: int | None, server_properties: Mapping[str, Any]) -> int | None:
+    """The first offset a stream whose first message is at ``first_message`` holds: that
+    message's, except on RabbitMQ, where every segment but a stream's first one opens with a
+    tracking chunk of one offset and no message (measured on 3.10.8 and 4.0.5). Once
+    retention removed the first segment, the offset before the first message is that
+    chunk's: a query whose next offset it is (it read the message before) lost nothing."""
+    if first_message and is_rabbitmq(server_properties):
+        return first_message - 1
+    return first_message
+
+
 def plan_ranges(
-    options: SourceOptions,
-    start: StreamOffset,
-    end: StreamOffset,
-    tails: StreamTails | None = None,
+    options: SourceOptions, start: StreamOffset, end: StreamOffset, tails: StreamTails
 ) -> list[StreamRangePartition]:
     """The partitions of a batch: each queue's range cut into ``rowsPerPartition`` pieces
-    (with filterValues, one range per queue, where ``tails`` may know the last match)."""
+    (with filterValues, a range the broker filters is one piece, read up to a match
+    ``tails`` knows)."""
     parts = []
     for queue in options.queues:
         begin, stop = (
             start.positions.get(queue, end.positions.get(queue, 0)),
             end.positions.get(queue, 0),
         )
-        for first, last, stop_at in _pieces(options, tails, queue, begin, stop):
+        for first, last, filtered_to in _pieces(options, tails, queue, begin, stop):
             parts.append(
                 StreamRangePartition(
                     uri=options.uri,
@@ -282,7 +281,8 @@ def plan_ranges(
                     start=first,
                     end=last,
                     stream_filter=options.stream_filter,
-                    stop_at=stop_at,
+                    filter_on_broker=filtered_to is not None,
+                    stop_at=last - 1 if filtered_to is None else filtered_to,
                     prefetch=options.consumer_prefetch,
                     poll_timeout=options.poll_timeout,
                     max_reconnect_attempts=options.max_reconnect_attempts,
@@ -293,57 +293,68 @@ def plan_ranges(
 
 
 def _pieces(
-    options: SourceOptions, tails: StreamTails | None, queue: str, begin: int, stop: int
+    options: SourceOptions, tails: StreamTails, queue: str, begin: int, stop: int
 ) -> Iterator[tuple[int, int, int | None]]:
-    """(first offset, end, the last offset to wait for or None) of each range of a queue.
-    Filtered ranges are not cut: how many rows a stretch of offsets holds is not known, and
-    a reader that does not know its last match waits for quiet at its end."""
-    if options.stream_filter is None:
-        for first in range(begin, stop, options.rows_per_partition):
-            yield first, min(first + options.rows_per_partition, stop), None
-    elif begin < stop:
-        stop_at = None if tails is None else tails.stop_at(queue, begin, stop)
-        if stop_at != NOTHING_MATCHES:
-            yield begin, stop, stop_at
+    """(first offset, end, the match a filtered read stops at, or None for a read by offset)
+    of each range of a queue. A range the broker filters is not cut: how many rows a stretch
+    of offsets holds is not known, and each piece would need a match to stop at."""
+    if begin >= stop:
+        return
+    if options.stream_filter is not None:
+        read = tails.exact_read(queue, begin, stop)
+        if read is None:
+            return
+        if read.on_broker:
+            yield begin, stop, read.stop_at
+            return
+        stop = read.end
+    for first in range(begin, stop, options.rows_per_partition):
+        yield first, min(first + options.rows_per_partition, stop), None
 
 
 def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     """The messages at offsets ``[start, end)`` of a stream queue, as record batches.
 
-    Fails (never hangs) when the stream stops delivering before ``end``: offsets below the
-    end were seen by the driver, so they must come; a silence of ``pollTimeoutMs`` x 10
-    means the stream was truncated or the broker is unwell.
-
-    With a filter the broker passes chunks that cannot match, so the end of the range may
-    never be delivered: the read ends at the last match the driver saw in the range
-    (``stop_at``), else once nothing came for ``pollTimeoutMs``. Each delivery is checked
-    again: only matching messages become rows.
+    The read ends at the first delivery at or after ``stop_at``, an offset the driver saw
+    (the range's last offset, or with a filter a match the broker is sure to deliver; see
+    :mod:`~amqp_spark.source.filter_plan`), so it never ends early however slow the broker.
+    It fails (never hangs) when the stream stops delivering before that: a silence of
+    ``pollTimeoutMs`` x 10 means the stream was truncated or the broker is unwell. With a
+    filter, each delivery is checked again: only matching messages become rows.
     """
     wanted = part.stream_filter
+    stop_at = part.end - 1 if part.stop_at is None else part.stop_at
 
     def consume_from_start(conn: Connection) -> Channel:
         arguments: dict[str, Any] = {STREAM_OFFSET_HEADER: part.start}
-        if wanted is not None:
+        if wanted is not None and part.filter_on_broker:
             arguments.update(wanted.consume_arguments())
         return consume_on_new_channel(conn, part.queue, "stream", part.prefetch, arguments)
 
     conn, ch = open_with_retry(
         part.uri, part.max_reconnect_attempts, "stream range reader", consume_from_start
     )
+
+    def first_held() -> int | None:
+        found = probe(conn, part.queue, "first", part.poll_timeout)
+        return first_offset(found, conn.server_properties)
+
     try:
         pending: list[Delivery] = []
         last, unacked, ack_every = part.start - 1, 0, max(1, part.prefetch // 2)
-        last_needed = part.end - 1 if part.stop_at is None else part.stop_at
-        ends_when_quiet = wanted is not None and part.stop_at is None
-        while last < last_needed:
-            d = ch.next_delivery(timeout=part.poll_timeout * (1 if ends_when_quiet else 10))
+        while last < stop_at:
+            d = ch.next_delivery(timeout=part.poll_timeout * 10)
             if d is None:
-                if ends_when_quiet:
-                    break  # the broker passed the rest of the range: nothing there matches
-                raise TimeoutError(
-                    f"amqp source: stream queue {part.queue!r} stopped delivering at offset "
-                    f"{last + 1} before the end of the planned range [{part.start}, {part.end})"
-                )
+                first = first_held()
+                if first is None or first <= stop_at:
+                    raise TimeoutError(
+                        f"amqp source: stream queue {part.queue!r} stopped delivering after "
+                        f"offset {last} before offset {stop_at}, which ends the planned range "
+                        f"[{part.start}, {part.end})"
+                    )
+                if last < part.start:  # retention removed all that was left to read
+                    lost(part.queue, part.start, first, part.fail_on_data_loss)
+                break
             unacked += 1
             if unacked >= ack_every:  # acks on a stream only give credit
                 ch.basic_ack(d.delivery_tag, multiple=True)
@@ -352,9 +363,10 @@ def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
             if offset is None or offset < part.start:
                 continue  # a chunk starts before the asked offset
             if last == part.start - 1 and offset > part.start:
-                # Offsets without a message (RabbitMQ 4 puts a tracking chunk at the start of
-                # each segment) leave gaps too: only a stream that begins later lost some.
-                first = probe(conn, part.queue, "first", part.poll_timeout)
+                # Offsets without a message (RabbitMQ puts a tracking chunk at the start of
+                # each segment) leave gaps too, and so do the chunks a filter skips: only a
+                # stream that begins later lost some.
+                first = first_held()
                 if first is not None and first > part.start:
                     lost(part.queue, part.start, first, part.fail_on_data_loss)
             last = offset

@@ -1,6 +1,7 @@
 """A loopback TCP forwarder that records what clients send to the server behind it: how a
-test sees, without touching the client, whether and which calls went to the broker; and
-that can cut the connections, as a network failure would."""
+test sees, without touching the client, whether and which calls went to the broker; that
+can cut the connections, as a network failure would; and that can hold back what the
+server sends, as a slow broker or network would."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import contextlib
 import socket
 import struct
 import threading
+import time
 from dataclasses import dataclass
 from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
@@ -45,6 +47,8 @@ class RecordingProxy:
         self._lock = threading.Lock()
         self._sent: list[bytearray] = []  #: per connection, the bytes its client sent
         self._sockets: list[socket.socket] = []
+        #: seconds each read from the server waits before it is passed on (0: none)
+        self.delay_to_client = 0.0
         threading.Thread(target=self._accept, daemon=True).start()
 
     @property
@@ -79,6 +83,8 @@ class RecordingProxy:
                 if record is not None:
                     with self._lock:
                         record += data
+                elif self.delay_to_client:
+                    time.sleep(self.delay_to_client)
                 dst.sendall(data)
         except OSError:
             pass

@@ -70,20 +70,40 @@ def test_stream_queue_loses_and_repeats_nothing_when_the_connection_dies(
     ]
 
 
-def test_stream_batch_is_planned_when_the_driver_connection_was_cut_just_before(
+def test_stream_start_is_found_when_the_driver_connection_was_cut_just_before(
     broker: Broker, runner_reader_of: ReaderFactory, stream_queue: str
 ) -> None:
-    """Planning asks the stream where it begins (data-loss check) on the driver's connection;
-    when that connection died a moment before, the probe is the first to find out, and the
-    reader reconnects instead of failing the batch (as a CI run on RabbitMQ 4 once did)."""
+    """startingOffsets 'first' asks the stream where it begins on the driver's connection
+    (Spark calls initialOffset twice on a fresh start); when that connection died a moment
+    before, the probe is the first to find out, and the reader reconnects instead of failing
+    (as a CI run on RabbitMQ 4 once did when planning probed too)."""
     broker.publish(stream_queue, bodies(20, "before"))
     reader, proxy = runner_reader_of(
         queue=stream_queue, queueType="stream", startingOffsets="first"
     )
     start = reader.initialOffset()
+    opened = len(proxy.methods_sent())
 
     proxy.cut()
+
+    assert reader.initialOffset() == start
+    assert len(proxy.methods_sent()) > opened, "no connection was made after the cut"
+
+
+def test_stream_batch_is_planned_without_a_round_trip(
+    broker: Broker, runner_reader_of: ReaderFactory, stream_queue: str
+) -> None:
+    """Planning a batch of a stream queue sends the broker nothing: where it ends the tail
+    knows, and whether retention removed some of it the executors' reads find out."""
+    broker.publish(stream_queue, bodies(20, "before"))
+    reader, proxy = runner_reader_of(
+        queue=stream_queue, queueType="stream", startingOffsets="first"
+    )
+    start = reader.initialOffset()
+    time.sleep(0.2)  # the tail's acks reach the proxy
+    sent = proxy.methods_sent()
+
     parts = reader.partitions(start, {"kind": "stream", "queues": {stream_queue: 20}})
 
     assert [(p.start, p.end) for p in parts] == [(0, 20)]
-    assert len(proxy.methods_sent()) > 1, "no connection was made after the cut"
+    assert proxy.methods_sent() == sent

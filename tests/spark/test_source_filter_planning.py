@@ -1,11 +1,10 @@
 """How filtered stream ranges are planned, in-process: the driver's tail notes the matching
-offsets it sees, and a range ends at its last match, is dropped when the tail saw it all
-without one, or ends when quiet when the tail did not see all of it. And which servers
-ignore filters (the source then warns)."""
+offsets it sees; a range read with the filter ends at a match the tail knows (its last match,
+else the first one after it), is dropped when the tail saw it all without one, and is read
+unfiltered by offset, where the tail did not watch, when no match is known. And which
+servers ignore filters (the source then warns)."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import pytest
 
@@ -29,34 +28,63 @@ def tails_that_saw(first: int, last: int, matches: set[int]) -> StreamTails:
     """A tail (never connected) that saw offsets ``first..last``, ``matches`` tagged eu."""
     tails = StreamTails(OPTIONS)
     for offset in range(first, last + 1):
-        value = "eu" if offset in matches else "us"
-        tails._note_match("s", offset, SimpleNamespace(headers={"x-stream-filter-value": value}))
+        tails._seen["s"].note(offset, offset in matches)
     return tails
 
 
-def plan(tails: StreamTails, start: int, end: int) -> list[tuple[int, int, int | None]]:
+Plan = list[tuple[int, int, int | None, bool]]
+
+
+def plan(tails: StreamTails, start: int, end: int) -> Plan:
+    """(start, end, stop_at, filtered by the broker) of each partition."""
     parts = plan_ranges(OPTIONS, StreamOffset({"s": start}), StreamOffset({"s": end}), tails)
-    return [(p.start, p.end, p.stop_at) for p in parts]
+    assert all(p.stream_filter is not None for p in parts), "every row is checked again"
+    return [(p.start, p.end, p.stop_at, p.filter_on_broker) for p in parts]
+
+
+def by_offset(start: int, end: int) -> Plan:
+    """An unfiltered read of ``[start, end)`` in pieces of rowsPerPartition (2), each
+    stopping at its last offset."""
+    return [(o, min(o + 2, end), min(o + 2, end) - 1, False) for o in range(start, end, 2)]
 
 
 def test_a_filtered_range_is_one_partition_ending_at_its_last_match() -> None:
-    assert plan(tails_that_saw(10, 19, {12, 15}), 10, 20) == [(10, 20, 15)]
+    assert plan(tails_that_saw(10, 19, {12, 15}), 10, 20) == [(10, 20, 15, True)]
 
 
 def test_a_range_the_tail_saw_without_a_match_is_not_read() -> None:
     assert plan(tails_that_saw(10, 19, {12}), 13, 20) == []
 
 
-def test_a_range_starting_before_the_tail_watched_ends_when_quiet_unless_a_match_is_known() -> None:
+def test_a_range_starting_before_the_tail_watched_ends_at_its_last_match_seen() -> None:
+    assert plan(tails_that_saw(10, 19, {15}), 5, 20) == [(5, 20, 15, True)]
+
+
+def test_a_range_without_a_known_match_reads_on_to_the_first_match_after_it() -> None:
+    tails = tails_that_saw(10, 19, {15, 18})
+    assert plan(tails, 5, 12) == [(5, 12, 15, True)], "offsets 5-9 were not watched"
+    assert plan(tails, 12, 14) == [], "the tail saw 12-13"
+    assert plan(tails, 16, 18) == [], "the tail saw 16-17"
+
+
+def test_a_range_with_no_match_known_at_or_after_it_is_read_unfiltered_where_not_watched() -> None:
+    tails = tails_that_saw(10, 19, set())
+    assert plan(tails, 5, 20) == [(5, 7, 6, False), (7, 9, 8, False), (9, 10, 9, False)]
+    assert plan(tails, 6, 9) == by_offset(6, 9)
+
+
+def test_a_match_seen_before_the_tail_reattached_proves_no_stretch_empty() -> None:
+    tails = tails_that_saw(10, 19, {12})
+    tails._seen["s"].detached()  # offsets 20-29 came while the tail was away
+    for offset in range(30, 40):
+        tails._seen["s"].note(offset, False)
+    assert plan(tails, 10, 40) == by_offset(10, 30), "20-29 may hold a match after 12"
+    assert plan(tails, 5, 11) == [(5, 11, 12, True)], "12 is still a match to stop at"
+
+
+def test_offsets_past_what_the_tail_saw_are_not_known_to_hold_no_match() -> None:
     tails = tails_that_saw(10, 19, {15})
-    assert plan(tails, 5, 12) == [(5, 12, None)]
-    assert plan(tails, 5, 20) == [(5, 20, 15)]
-
-
-def test_without_a_tail_a_filtered_range_ends_when_quiet() -> None:
-    parts = plan_ranges(OPTIONS, StreamOffset({"s": 0}), StreamOffset({"s": 9}))
-    assert [(p.start, p.end, p.stop_at) for p in parts] == [(0, 9, None)]
-    assert parts[0].stream_filter is not None and parts[0].stream_filter.values == ("eu",)
+    assert plan(tails, 16, 25) == by_offset(16, 25)
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """``minMessagesPerTrigger`` with ``maxTriggerDelay``, as Kafka's ``minOffsetsPerTrigger``:
 a micro-batch waits for that many messages or that long since the last batch, whichever
-comes first. The gate is tested with a fake clock; queries on both brokers show Spark passes
-``ReadMinRows`` and the source holds and releases batches by it."""
+comes first. The gate is tested with a fake clock; queries on the bundled broker, RabbitMQ 4
+and 3.10 show Spark passes ``ReadMinRows`` and the source holds and releases batches by it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from amqp_spark.source.options import SourceOptions
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import bodies, classic_options, stream_options
 from tests.spark.progress import wait_until
-from tests.support import fixtures
 
 
 class FakeClock:
@@ -77,12 +76,6 @@ def test_a_bad_max_trigger_delay_names_the_option_the_value_and_the_forms() -> N
                 "maxtriggerdelay": "soon",
             }
         )
-
-
-@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
-def broker_url(request: pytest.FixtureRequest) -> str:
-    """The bundled broker and RabbitMQ 4."""
-    return fixtures.broker_url_of(request)
 
 
 EVERY_HALF_SECOND = {"processingTime": "500 milliseconds"}
