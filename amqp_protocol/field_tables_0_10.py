@@ -47,6 +47,7 @@ from .spec import FieldTableType
 from .values import (
     MAX_TABLE_DEPTH,
     Long,
+    container_bounds,
     datetime_from_seconds,
     encode_shortstr,
     syntax_error,
@@ -206,18 +207,8 @@ class FieldTableCodec:
             raise syntax_error(f"unknown field-table type code 0x{code:02x}")
         return decoder(data, offset + 1, depth)
 
-    def _contents(self, data: bytes, offset: int, depth: int, what: str) -> tuple[int, int]:
-        """(start, end) of the table, sequence or array whose long length is at ``offset``."""
-        if depth > MAX_TABLE_DEPTH:
-            raise syntax_error(f"field {what} nested deeper than {MAX_TABLE_DEPTH}")
-        start = offset + 4
-        end = start + _U32.unpack_from(data, offset)[0]
-        if end > len(data):
-            raise syntax_error(f"field {what} runs past the end of the frame")
-        return start, end
-
     def _decode_table(self, data: bytes, offset: int, depth: int) -> tuple[dict[str, Any], int]:
-        offset, end = self._contents(data, offset, depth, "table")
+        offset, end = container_bounds(data, offset, depth, "table")
         table: dict[str, Any] = {}
         while offset < end:
             key_end = offset + 1 + data[offset]
@@ -228,7 +219,7 @@ class FieldTableCodec:
         return table, end
 
     def _decode_sequence(self, data: bytes, offset: int, depth: int) -> tuple[list[Any], int]:
-        offset, end = self._contents(data, offset, depth + 1, "sequence")
+        offset, end = container_bounds(data, offset, depth + 1, "sequence")
         values: list[Any] = []
         while offset < end:
             value, offset = self._decode_value(data, offset, depth + 1)
@@ -238,7 +229,7 @@ class FieldTableCodec:
         return values, end
 
     def _decode_array(self, data: bytes, offset: int, depth: int) -> tuple[list[Any], int]:
-        start, end = self._contents(data, offset, depth + 1, "array")
+        start, end = container_bounds(data, offset, depth + 1, "array")
         code = data[start]
         (count,) = _U32.unpack_from(data, start + 1)
         decoder = self._decoders.get(code)

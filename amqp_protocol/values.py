@@ -420,8 +420,9 @@ def _decode_field_value(data: bytes, offset: int, depth: int) -> tuple[Any, int]
     return decoder(data, offset, depth)
 
 
-def _container_end(data: bytes, offset: int, depth: int, what: str) -> tuple[int, int]:
-    """(start, end) of the contents of the table or array whose length is at ``offset``."""
+def container_bounds(data: bytes, offset: int, depth: int, what: str) -> tuple[int, int]:
+    """(start, end) of the contents of the table or array whose long length is at ``offset``
+    (``what`` names it in the error when it is nested too deep or runs past the frame)."""
     if depth > MAX_TABLE_DEPTH:
         raise syntax_error(f"field {what} nested deeper than {MAX_TABLE_DEPTH}")
     start = offset + 4
@@ -432,7 +433,7 @@ def _container_end(data: bytes, offset: int, depth: int, what: str) -> tuple[int
 
 
 def _decode_table(data: bytes, offset: int, depth: int) -> tuple[dict[str, Any], int]:
-    offset, end = _container_end(data, offset, depth, "table")
+    offset, end = container_bounds(data, offset, depth, "table")
     table: dict[str, Any] = {}
     while offset < end:
         key_end = offset + 1 + data[offset]
@@ -444,7 +445,7 @@ def _decode_table(data: bytes, offset: int, depth: int) -> tuple[dict[str, Any],
 
 
 def _decode_array(data: bytes, offset: int, depth: int) -> tuple[list[Any], int]:
-    offset, end = _container_end(data, offset, depth, "array")
+    offset, end = container_bounds(data, offset, depth, "array")
     values: list[Any] = []
     while offset < end:
         value, offset = _decode_field_value(data, offset, depth)
