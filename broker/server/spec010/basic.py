@@ -1,0 +1,169 @@
+"""The draft's basic class on the server.
+
+Its differences from 0-9-1 that matter here: basic.qos has no qos-ok, basic.publish has
+``reject-unroutable`` instead of ``mandatory``, basic.recover has no recover-ok, and basic
+properties and field tables are the draft's (``properties``). Messages are the model's, so a
+0-10 publisher's message reaches 0-9-1 and 0-9 consumers, and theirs reach a 0-10 consumer:
+a 0-10 channel's consumers deliver through ``DraftSink``, which sends each delivery with its
+properties encoded the draft's way.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass
+
+from amqp_protocol import Properties, errors
+from amqp_protocol.generated import spec_0_9_1
+from amqp_protocol.generated.spec_0_10 import (
+    BasicCancel,
+    BasicConsume,
+    BasicGet,
+    BasicPublish,
+    BasicQos,
+    BasicRecover,
+)
+
+from ...model.message import QueuedMessage
+from ...model.queues import Consumer, Queue, consumer_priority
+from ..abc import Channel
+from ..dialect import ChannelHandler
+from .properties import to_draft, to_model
+
+
+@dataclass
+class Prefetch:
+    """basic.qos as a 0-10 channel keeps it (there is no core state for a qos without its
+    qos-ok): the count for the channel's next consumers, and the channel-wide one."""
+
+    consumer: int = 0
+    channel: int = 0
+
+
+def prefetch_of(ch: Channel) -> Prefetch:
+    state = ch.dialect_state
+    assert isinstance(state, Prefetch)
+    return state
+
+
+class DraftSink:
+    """Where the deliveries of a 0-10 channel's consumers go (``model.queues.DeliverySink``)."""
+
+    def __init__(self, ch: Channel) -> None:
+        self.ch = ch
+
+    def can_deliver(self, consumer: Consumer) -> bool:
+        ch = self.ch
+        if not (ch.flow_active and ch.conn.writable and not ch.closed):
+            return False
+        if consumer.no_ack:
+            return True
+        if consumer.prefetch and consumer.unacked >= consumer.prefetch:
+            return False
+        limit = prefetch_of(ch).channel
+        return not limit or len(ch.unacked) < limit
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+        ch = self.ch
+        tag = ch.track_delivery(consumer, queue, entry)
+        message = queue.as_delivered(entry)
+        deliver = ch.conn.spec.method("basic.deliver")(
+            consumer_tag=consumer.tag,
+            delivery_tag=tag,
+            redelivered=entry.redelivered,
+            exchange=message.exchange,
+            routing_key=message.routing_key,
+        )
+        ch.conn.send_content(ch.id, deliver, to_draft(message.properties), message.body)
+
+    def consumer_cancelled(self, consumer: Consumer) -> None:
+        """The queue went away: the consumer is forgotten (the draft has no server-sent
+        basic.cancel; the client's next basic.cancel of it is answered cancel-ok)."""
+        self.ch.consumers.pop(consumer.tag, None)
+
+
+def basic_qos(ch: Channel, m: BasicQos) -> None:
+    if m.prefetch_size:
+        raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.qos prefetch-size {m.prefetch_size}")
+    prefetch = prefetch_of(ch)
+    if m.global_:
+        prefetch.channel = m.prefetch_count
+    else:
+        prefetch.consumer = m.prefetch_count
+    ch.redispatch()
+
+
+def basic_consume(ch: Channel, m: BasicConsume) -> None:
+    queue = ch.queue_named(m.queue)
+    tag = m.consumer_tag or "amq.ctag-" + base64.urlsafe_b64encode(os.urandom(16)).decode()
+    if tag in ch.consumers:
+        raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
+    consumer = Consumer(
+        tag,
+        queue,
+        DraftSink(ch),
+        no_ack=m.no_ack,
+        exclusive=m.exclusive,
+        priority=consumer_priority(queue.name, queue.vhost.name, m.arguments),
+        prefetch=prefetch_of(ch).consumer,
+    )
+    queue.add_consumer(consumer, m.arguments)
+    ch.consumers[tag] = consumer
+    if not m.no_wait:
+        ch.send(ch.conn.spec.method("basic.consume-ok")(consumer_tag=tag))
+    queue.dispatch()
+
+
+def basic_cancel(ch: Channel, m: BasicCancel) -> None:
+    consumer = ch.consumers.pop(m.consumer_tag, None)
+    if consumer is not None:
+        consumer.queue.remove_consumer(consumer)
+    if not m.no_wait:
+        ch.send(ch.conn.spec.method("basic.cancel-ok")(consumer_tag=m.consumer_tag))
+
+
+def basic_get(ch: Channel, m: BasicGet) -> None:
+    queue = ch.queue_named(m.queue)
+    entry = queue.get()
+    if entry is None:
+        ch.send(ch.conn.spec.method("basic.get-empty")())
+        return
+    tag = ch.track_get(queue, entry, m.no_ack)
+    message = queue.as_delivered(entry, fetched=True)
+    get_ok = ch.conn.spec.method("basic.get-ok")(
+        delivery_tag=tag,
+        redelivered=entry.redelivered,
+        exchange=message.exchange,
+        routing_key=message.routing_key,
+        message_count=queue.message_count,
+    )
+    ch.conn.send_content(ch.id, get_ok, to_draft(message.properties), message.body)
+
+
+def basic_recover(ch: Channel, m: BasicRecover) -> None:
+    """Every unacknowledged delivery of the channel goes back to its queue (the draft has
+    no recover-ok)."""
+    if not m.requeue:
+        raise errors.NotImplemented_("NOT_IMPLEMENTED - basic.recover requeue=false")
+    items = list(ch.unacked.values())
+    ch.unacked.clear()
+    ch.settle("requeue", items)
+
+
+def basic_publish(ch: Channel, m: BasicPublish, properties: Properties, body: bytes) -> None:
+    """Published as a 0-9-1 basic.publish without mandatory (the model's message)."""
+    for flag in ("reject_unroutable", "immediate"):
+        if getattr(m, flag):
+            raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.publish {flag}=true")
+    publish = spec_0_9_1.BasicPublish(exchange=m.exchange, routing_key=m.routing_key)
+    ch.publish_basic(publish, to_model(properties), body)
+
+
+HANDLERS: dict[str, ChannelHandler] = {
+    "basic.qos": basic_qos,
+    "basic.consume": basic_consume,
+    "basic.cancel": basic_cancel,
+    "basic.get": basic_get,
+    "basic.recover": basic_recover,
+}
