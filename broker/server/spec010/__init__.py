@@ -10,11 +10,18 @@ naming it (``ServerChannel.handle``); docs/conformance-0-10.md lists what is imp
 
 from __future__ import annotations
 
-from amqp_protocol import SPEC_0_10
+from collections.abc import Callable
+from typing import TypeVar
 
+from amqp_protocol import SPEC_0_10, Method, errors, events
+
+from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, Dialect
-from . import basic, declarations
+from . import basic, declarations, sessions
+from .state import DraftState
+
+_C = TypeVar("_C", bound=Channel)
 
 #: The core's handlers that answer the draft's method as the draft asks.
 _FROM_CORE = (
@@ -29,10 +36,11 @@ _FROM_CORE = (
 )
 
 
-def _channel_handlers() -> dict[str, ChannelHandler]:
+def _channel_handlers(session_handlers: dict[str, ChannelHandler]) -> dict[str, ChannelHandler]:
     table = {name: CORE_HANDLERS[name] for name in _FROM_CORE}
     table.update(declarations.HANDLERS)
     table.update(basic.HANDLERS)
+    table.update(session_handlers)
     return table
 
 
@@ -40,7 +48,31 @@ class Spec010Dialect(Dialect):
     """The transitional 0-10 draft."""
 
     def __init__(self) -> None:
-        super().__init__(SPEC_0_10, _channel_handlers(), {"basic.publish": basic.basic_publish})
+        #: the sessions of every 0-10 connection of the server (a session outlives its
+        #: connection while suspended)
+        self.sessions = sessions.Sessions()
+        super().__init__(
+            SPEC_0_10,
+            _channel_handlers(self.sessions.handlers()),
+            {"basic.publish": basic.basic_publish},
+        )
 
-    def channel_state(self) -> basic.Prefetch:
-        return basic.Prefetch()
+    def channel_state(self) -> DraftState:
+        return DraftState()
+
+    def channel_closing(self, channel: Channel) -> None:
+        self.sessions.ended(channel)
+
+    def open_channel(
+        self, conn: Connection, channel_id: int, method: Method, new: Callable[[], _C]
+    ) -> _C | None:
+        """channel.open, and the session.open or session.resume that attaches a session."""
+        if method.NAME == "channel.open":
+            return super().open_channel(conn, channel_id, method, new)
+        return sessions.opened(self.sessions, conn, channel_id, method, new)
+
+    def other_event(self, conn: Connection, ev: events.Event) -> None:
+        """Request and response frames (types 9 and 10): their layout and numbering are
+        Qpid's, which the draft does not state; not implemented (540 naming them)."""
+        kind = "frame-request" if isinstance(ev, events.RequestReceived) else "frame-response"
+        raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {kind} (frame type 9/10)")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import os
-from dataclasses import dataclass
 
 from amqp_protocol import Properties, errors
 from amqp_protocol.generated import spec_0_9_1
@@ -30,21 +29,7 @@ from ...model.queues import Consumer, Queue, consumer_priority
 from ..abc import Channel
 from ..dialect import ChannelHandler
 from .properties import to_draft, to_model
-
-
-@dataclass
-class Prefetch:
-    """basic.qos as a 0-10 channel keeps it (there is no core state for a qos without its
-    qos-ok): the count for the channel's next consumers, and the channel-wide one."""
-
-    consumer: int = 0
-    channel: int = 0
-
-
-def prefetch_of(ch: Channel) -> Prefetch:
-    state = ch.dialect_state
-    assert isinstance(state, Prefetch)
-    return state
+from .state import state_of
 
 
 class DraftSink:
@@ -55,13 +40,16 @@ class DraftSink:
 
     def can_deliver(self, consumer: Consumer) -> bool:
         ch = self.ch
+        session = state_of(ch).session
+        if session is not None and not session.attached:
+            return False  # suspended: its deliveries wait for a session.resume
         if not (ch.flow_active and ch.conn.writable and not ch.closed):
             return False
         if consumer.no_ack:
             return True
         if consumer.prefetch and consumer.unacked >= consumer.prefetch:
             return False
-        limit = prefetch_of(ch).channel
+        limit = state_of(ch).channel_prefetch
         return not limit or len(ch.unacked) < limit
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
@@ -86,11 +74,11 @@ class DraftSink:
 def basic_qos(ch: Channel, m: BasicQos) -> None:
     if m.prefetch_size:
         raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.qos prefetch-size {m.prefetch_size}")
-    prefetch = prefetch_of(ch)
+    state = state_of(ch)
     if m.global_:
-        prefetch.channel = m.prefetch_count
+        state.channel_prefetch = m.prefetch_count
     else:
-        prefetch.consumer = m.prefetch_count
+        state.prefetch = m.prefetch_count
     ch.redispatch()
 
 
@@ -106,7 +94,7 @@ def basic_consume(ch: Channel, m: BasicConsume) -> None:
         no_ack=m.no_ack,
         exclusive=m.exclusive,
         priority=consumer_priority(queue.name, queue.vhost.name, m.arguments),
-        prefetch=prefetch_of(ch).consumer,
+        prefetch=state_of(ch).prefetch,
     )
     queue.add_consumer(consumer, m.arguments)
     ch.consumers[tag] = consumer
