@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from amqp_protocol import SPEC_0_10, Method, errors, events
+from amqp_protocol import SPEC_0_10, Method, Properties, errors, events
 
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, Dialect
-from . import basic, declarations, sessions
-from .state import DraftState
+from . import basic, declarations, queries, sessions
+from .state import DraftState, state_of
 
 _C = TypeVar("_C", bound=Channel)
 
@@ -40,8 +40,27 @@ def _channel_handlers(session_handlers: dict[str, ChannelHandler]) -> dict[str, 
     table = {name: CORE_HANDLERS[name] for name in _FROM_CORE}
     table.update(declarations.HANDLERS)
     table.update(basic.HANDLERS)
+    table.update(queries.HANDLERS)
+    table = {name: _counted(name, handler) for name, handler in table.items()}
     table.update(session_handlers)
     return table
+
+
+def _counted(name: str, handler: ChannelHandler) -> ChannelHandler:
+    """``handler``, numbering the command (``DraftState.commands``) unless it is execution's."""
+    if name.startswith("execution."):
+        return handler
+
+    def run(ch: Channel, m: Method) -> None:
+        state_of(ch).commands += 1
+        handler(ch, m)
+
+    return run
+
+
+def _publish(ch: Channel, m: Method, properties: Properties, body: bytes) -> None:
+    state_of(ch).commands += 1
+    basic.basic_publish(ch, m, properties, body)  # type: ignore[arg-type]
 
 
 class Spec010Dialect(Dialect):
@@ -54,7 +73,7 @@ class Spec010Dialect(Dialect):
         super().__init__(
             SPEC_0_10,
             _channel_handlers(self.sessions.handlers()),
-            {"basic.publish": basic.basic_publish},
+            {"basic.publish": _publish},
         )
 
     def channel_state(self) -> DraftState:

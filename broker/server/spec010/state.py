@@ -32,6 +32,9 @@ class DraftState:
     channel_prefetch: int = 0
     #: the session attached to the channel (None: opened by channel.open)
     session: Session | None = field(default=None)
+    #: the methods of classes other than session and execution received on the channel
+    #: (the last command-id, see ``queries``)
+    commands: int = 0
 
 
 def state_of(ch: Channel) -> DraftState:
