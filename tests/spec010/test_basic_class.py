@@ -135,3 +135,12 @@ def test_unimplemented_method_is_540_naming_it(peer_factory: Callable[..., Peer]
     close = peer.expect(0, "connection.close").method
     assert close.reply_code == 540
     assert "tx.select" in close.reply_text
+
+
+def test_unimplemented_content_method_is_540_naming_it(peer_factory: Callable[..., Peer]) -> None:
+    peer = peer_factory()
+    peer.open_channel(1)
+    peer.send_content(1, "stream.publish", b"body", exchange="", routing_key="q")
+    close = peer.expect(0, "connection.close").method
+    assert close.reply_code == 540
+    assert "stream.publish" in close.reply_text

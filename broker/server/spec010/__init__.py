@@ -58,6 +58,15 @@ def _counted(name: str, handler: ChannelHandler) -> ChannelHandler:
     return run
 
 
+#: Content-bearing methods a client may send that this dialect does not implement yet: 540
+#: naming them (without a handler the core would answer 503, "not sent by clients").
+_CONTENT_NOT_IMPLEMENTED = ("file.stage", "stream.publish", "tunnel.request")
+
+
+def _not_implemented(ch: Channel, m: Method, properties: Properties, body: bytes) -> None:
+    raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {m.NAME} is not supported")
+
+
 def _publish(ch: Channel, m: Method, properties: Properties, body: bytes) -> None:
     state_of(ch).commands += 1
     basic.basic_publish(ch, m, properties, body)  # type: ignore[arg-type]
@@ -73,7 +82,10 @@ class Spec010Dialect(Dialect):
         super().__init__(
             SPEC_0_10,
             _channel_handlers(self.sessions.handlers()),
-            {"basic.publish": _publish},
+            {
+                "basic.publish": _publish,
+                **dict.fromkeys(_CONTENT_NOT_IMPLEMENTED, _not_implemented),
+            },
         )
 
     def channel_state(self) -> DraftState:
