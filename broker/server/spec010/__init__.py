@@ -18,7 +18,7 @@ from amqp_protocol import SPEC_0_10, Method, Properties, errors, events
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, Dialect
-from . import basic, declarations, queries, sessions
+from . import basic, declarations, message, queries, sessions
 from .state import DraftState, state_of
 
 _C = TypeVar("_C", bound=Channel)
@@ -41,6 +41,7 @@ def _channel_handlers(session_handlers: dict[str, ChannelHandler]) -> dict[str, 
     table.update(declarations.HANDLERS)
     table.update(basic.HANDLERS)
     table.update(queries.HANDLERS)
+    table.update(message.HANDLERS)
     table = {name: _counted(name, handler) for name, handler in table.items()}
     table.update(session_handlers)
     return table

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import os
+from typing import Any
 
 from amqp_protocol import Properties, errors
 from amqp_protocol.generated import spec_0_9_1
@@ -22,6 +23,8 @@ from amqp_protocol.generated.spec_0_10 import (
     BasicPublish,
     BasicQos,
     BasicRecover,
+    MessageQos,
+    MessageRecover,
 )
 
 from ...model.message import QueuedMessage
@@ -71,7 +74,7 @@ class DraftSink:
         self.ch.consumers.pop(consumer.tag, None)
 
 
-def basic_qos(ch: Channel, m: BasicQos) -> None:
+def basic_qos(ch: Channel, m: BasicQos | MessageQos) -> None:
     if m.prefetch_size:
         raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.qos prefetch-size {m.prefetch_size}")
     state = state_of(ch)
@@ -82,25 +85,40 @@ def basic_qos(ch: Channel, m: BasicQos) -> None:
     ch.redispatch()
 
 
-def basic_consume(ch: Channel, m: BasicConsume) -> None:
-    queue = ch.queue_named(m.queue)
-    tag = m.consumer_tag or "amq.ctag-" + base64.urlsafe_b64encode(os.urandom(16)).decode()
+def consume_with(
+    ch: Channel,
+    sink: DraftSink,
+    queue_name: str,
+    tag: str,
+    no_ack: bool,
+    exclusive: bool,
+    arguments: dict[str, Any],
+) -> str:
+    """A consumer of the named queue delivering through ``sink``; its tag."""
+    queue = ch.queue_named(queue_name)
+    tag = tag or "amq.ctag-" + base64.urlsafe_b64encode(os.urandom(16)).decode()
     if tag in ch.consumers:
         raise errors.NotAllowed(f"NOT_ALLOWED - attempt to reuse consumer tag '{tag}'")
     consumer = Consumer(
         tag,
         queue,
-        DraftSink(ch),
-        no_ack=m.no_ack,
-        exclusive=m.exclusive,
-        priority=consumer_priority(queue.name, queue.vhost.name, m.arguments),
+        sink,
+        no_ack=no_ack,
+        exclusive=exclusive,
+        priority=consumer_priority(queue.name, queue.vhost.name, arguments),
         prefetch=state_of(ch).prefetch,
     )
-    queue.add_consumer(consumer, m.arguments)
+    queue.add_consumer(consumer, arguments)
     ch.consumers[tag] = consumer
+    return tag
+
+
+def basic_consume(ch: Channel, m: BasicConsume) -> None:
+    tag = consume_with(ch, DraftSink(ch), m.queue, m.consumer_tag, m.no_ack, m.exclusive,
+                       m.arguments)  # fmt: skip
     if not m.no_wait:
         ch.send(ch.conn.spec.method("basic.consume-ok")(consumer_tag=tag))
-    queue.dispatch()
+    ch.consumers[tag].queue.dispatch()
 
 
 def basic_cancel(ch: Channel, m: BasicCancel) -> None:
@@ -129,7 +147,7 @@ def basic_get(ch: Channel, m: BasicGet) -> None:
     ch.conn.send_content(ch.id, get_ok, to_draft(message.properties), message.body)
 
 
-def basic_recover(ch: Channel, m: BasicRecover) -> None:
+def basic_recover(ch: Channel, m: BasicRecover | MessageRecover) -> None:
     """Every unacknowledged delivery of the channel goes back to its queue (the draft has
     no recover-ok)."""
     if not m.requeue:

@@ -17,7 +17,9 @@ resource-locked. session.ping is answered by session.pong, session.flow by sessi
 (and stops or restarts the session's deliveries, rule session.flow:initial-state: a new
 session is active). Over TCP frames arrive in order, so a session.high-water-mark is
 answered by a session.ack of that mark, and session.solicit-ack by a session.ack of the
-last mark the client announced (the draft does not define frame-ids further).
+last mark the client announced (the draft does not define frame-ids further). The client's
+session.ack acknowledges the server's deliveries on the channel by number (their delivery
+tags: see ``message``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TypeVar, cast
 
 from amqp_protocol import errors
 from amqp_protocol.generated.spec_0_10 import (
+    SessionAck,
     SessionFlow,
     SessionHighWaterMark,
     SessionOpen,
@@ -117,7 +120,7 @@ class Sessions:
             "session.pong": _ignore,
             "session.flow": _flow,
             "session.flow-ok": _ignore,
-            "session.ack": _ignore,
+            "session.ack": _settle,
             "session.high-water-mark": _high_water_mark,
             "session.solicit-ack": _solicit_ack,
         }
@@ -165,6 +168,20 @@ def _flow(ch: Channel, m: SessionFlow) -> None:
 
 def _ack(ch: Channel, mark: int) -> None:
     ch.send(ch.conn.spec.method("session.ack")(cumulative_seen_mark=mark, seen_frame_set=[]))
+
+
+def _settle(ch: Channel, m: SessionAck) -> None:
+    """The client's session.ack: its marks are the numbers of the server's deliveries on
+    the channel, their delivery tags (see ``message``); those still unacknowledged are
+    acknowledged (twice is no error: frames are seen once, acks may repeat)."""
+    ranges = m.seen_frame_set
+    tags = [
+        tag
+        for tag in ch.unacked
+        if tag <= m.cumulative_seen_mark or any(first <= tag <= last for first, last in ranges)
+    ]
+    for tag in tags:
+        ch.settle_or_hold("ack", tag, False)
 
 
 def _high_water_mark(ch: Channel, m: SessionHighWaterMark) -> None:

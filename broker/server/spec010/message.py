@@ -1,0 +1,158 @@
+"""The draft's message class (120) on the server, as far as it goes: transfer with an inline
+body, consume, cancel, get (answered by a transfer or message.empty), qos and recover, over
+the model's messages, so a message transferred by a 0-10 client reaches a basic consumer of
+any version and the reverse.
+
+Fields: a client's transfer names its exchange in ``destination`` (empty: the default
+exchange; rule message.transfer.destination:blank-destination) and its routing key; its
+header fields become the model's basic properties (``application-headers`` the headers,
+``ttl`` the expiration in milliseconds, ``timestamp`` seconds since the epoch). The server's
+transfers carry the consumer's (or get's) ``destination``, the message's exchange and
+routing key and the same fields back.
+
+Acknowledgement: the draft drops message.ok; a client acknowledges with session.ack, whose
+frame-ids the draft leaves to a later chapter. Here the server's deliveries on a channel
+(message.transfer, basic.deliver, basic.get-ok alike) are numbered from 1, which are their
+delivery tags, and session.ack settles those up to ``cumulative-seen-mark`` and those in
+``seen-frame-set`` (``sessions``); message.reject from the client requeues nothing (it
+answers a transfer of the client's, in the draft's grammar) and is ignored.
+
+Not implemented (540 naming them): references (message.open, append, close, checkpoint,
+resume, offset; a transfer whose body names a reference), a transfer's reject-unroutable and
+immediate, message.qos prefetch-size.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from amqp_protocol import errors
+from amqp_protocol.generated import spec_0_9_1
+from amqp_protocol.generated.spec_0_10 import (
+    MessageCancel,
+    MessageConsume,
+    MessageGet,
+    MessageQos,
+    MessageTransfer,
+)
+from amqp_protocol.values import Content
+
+from ...model.message import Message, QueuedMessage
+from ...model.queues import Consumer, Queue
+from ..abc import Channel
+from ..dialect import ChannelHandler
+from .basic import DraftSink, basic_qos, basic_recover, consume_with
+
+_MODEL = spec_0_9_1.BasicProperties
+#: message.transfer's header fields that are basic properties of the same name
+_SAME = (
+    "content_type",
+    "content_encoding",
+    "delivery_mode",
+    "priority",
+    "correlation_id",
+    "reply_to",
+    "message_id",
+    "type",
+    "user_id",
+    "app_id",
+)
+
+
+def _properties(m: MessageTransfer) -> Any:
+    fields: dict[str, Any] = {name: getattr(m, name) for name in _SAME if getattr(m, name)}
+    if m.application_headers:
+        fields["headers"] = m.application_headers
+    if m.ttl:
+        fields["expiration"] = str(m.ttl)
+    if m.timestamp:
+        fields["timestamp"] = datetime.datetime.fromtimestamp(m.timestamp, datetime.timezone.utc)
+    return _MODEL(**fields)
+
+
+def _transfer_fields(message: Message) -> dict[str, Any]:
+    p = message.properties
+    fields: dict[str, Any] = {name: getattr(p, name) for name in _SAME if getattr(p, name)}
+    if p.headers:
+        fields["application_headers"] = p.headers
+    if p.expiration and p.expiration.isdigit():
+        fields["ttl"] = int(p.expiration)
+    if isinstance(p.timestamp, datetime.datetime):
+        fields["timestamp"] = int(p.timestamp.timestamp())
+    return fields
+
+
+def send_transfer(
+    ch: Channel, destination: str, queue: Queue, entry: QueuedMessage, fetched: bool = False
+) -> None:
+    message = queue.as_delivered(entry, fetched=fetched)
+    transfer = ch.conn.spec.method("message.transfer")(
+        destination=destination,
+        redelivered=entry.redelivered,
+        exchange=message.exchange,
+        routing_key=message.routing_key,
+        body=Content(message.body),
+        **_transfer_fields(message),
+    )
+    ch.send(transfer)
+
+
+class TransferSink(DraftSink):
+    """A message-class consumer: its deliveries are message.transfers."""
+
+    def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
+        self.ch.track_delivery(consumer, queue, entry)
+        send_transfer(self.ch, consumer.tag, queue, entry)
+
+
+def transfer(ch: Channel, m: MessageTransfer) -> None:
+    if m.body.reference:
+        raise errors.NotImplemented_("NOT_IMPLEMENTED - message.transfer of a reference")
+    for flag in ("reject_unroutable", "immediate"):
+        if getattr(m, flag):
+            raise errors.NotImplemented_(f"NOT_IMPLEMENTED - message.transfer {flag}=true")
+    publish = spec_0_9_1.BasicPublish(exchange=m.destination, routing_key=m.routing_key)
+    ch.publish_basic(publish, _properties(m), m.body.data)
+
+
+def consume(ch: Channel, m: MessageConsume) -> None:
+    tag = consume_with(ch, TransferSink(ch), m.queue, m.destination, m.no_ack, m.exclusive,
+                       m.filter)  # fmt: skip
+    ch.consumers[tag].queue.dispatch()
+
+
+def cancel(ch: Channel, m: MessageCancel) -> None:
+    """Rule message.cancel:ignore: an unknown destination is no error."""
+    consumer = ch.consumers.pop(m.destination, None)
+    if consumer is not None:
+        consumer.queue.remove_consumer(consumer)
+
+
+def get(ch: Channel, m: MessageGet) -> None:
+    queue = ch.queue_named(m.queue)
+    entry = queue.get()
+    if entry is None:
+        ch.send(ch.conn.spec.method("message.empty")())
+        return
+    ch.track_get(queue, entry, m.no_ack)
+    send_transfer(ch, m.destination, queue, entry, fetched=True)
+
+
+def qos(ch: Channel, m: MessageQos) -> None:
+    basic_qos(ch, m)
+
+
+def _ignore(ch: Channel, m: object) -> None:
+    pass
+
+
+HANDLERS: dict[str, ChannelHandler] = {
+    "message.transfer": transfer,
+    "message.consume": consume,
+    "message.cancel": cancel,
+    "message.get": get,
+    "message.qos": qos,
+    "message.recover": basic_recover,
+    "message.reject": _ignore,
+}
