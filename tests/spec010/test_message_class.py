@@ -104,10 +104,63 @@ def test_rule_message_cancel_ignore_an_unknown_destination_is_no_error(
     peer.expect(1, "session.pong")
 
 
-def test_message_references_are_540_naming_them(
+def _get_body(peer: Peer, queue: str) -> bytes | None:
+    peer.send(1, "message.get", queue=queue, destination="g", no_ack=True)
+    got = peer.expect(1, "message.transfer", "message.empty").method
+    return None if got.NAME == "message.empty" else bytes(got.body.data)
+
+
+def test_rule_message_close_message_acknowledge_after_close_a_referenced_transfer_waits(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
     peer = _session(peer_factory, name)
     peer.send(1, "message.open", reference=b"r1")
-    close = peer.expect(0, "connection.close").method
-    assert close.reply_code == 540 and "message.open" in close.reply_text
+    peer.send(1, "message.append", reference=b"r1", bytes=b"big ")
+    peer.send(1, "message.transfer", destination="", routing_key=name,
+              body=Content(b"r1", reference=True))  # fmt: skip
+    peer.send(1, "message.append", reference=b"r1", bytes=b"body")
+    assert _get_body(peer, name) is None  # not routed while the reference is open
+    peer.send(1, "message.close", reference=b"r1")
+    assert _get_body(peer, name) == b"big body"
+
+
+def test_message_checkpoint_and_resume_continue_a_reference_on_another_connection(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    first = _session(peer_factory, name)
+    first.send(1, "message.open", reference=b"r")
+    first.send(1, "message.append", reference=b"r", bytes=b"12345")
+    first.send(1, "message.checkpoint", reference=b"r", identifier=name)
+    first.call(1, "session.close")  # the open reference is discarded, the checkpoint kept
+    second = _session(peer_factory, name)
+    offset = second.call(1, "message.resume", reference=b"r2", identifier=name)
+    assert (offset.NAME, offset.value) == ("message.offset", 5)
+    second.send(1, "message.append", reference=b"r2", bytes=b"678")
+    second.send(1, "message.transfer", destination="", routing_key=name,
+                body=Content(b"r2", reference=True))  # fmt: skip
+    second.send(1, "message.close", reference=b"r2")
+    assert _get_body(second, name) == b"12345678"
+
+
+def test_message_resume_of_an_unknown_identifier_is_offset_0(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    peer = _session(peer_factory, name)
+    assert peer.call(1, "message.resume", reference=b"r", identifier=name + "-x").value == 0
+
+
+def test_rule_message_open_reference_duplicate_reference_is_an_error(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    peer = _session(peer_factory, name)
+    peer.send(1, "message.open", reference=b"r")
+    peer.send(1, "message.open", reference=b"r")
+    assert peer.error(1) == ("channel", 406)
+
+
+def test_rule_message_append_reference_non_existent_reference_is_an_error(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    peer = _session(peer_factory, name)
+    peer.send(1, "message.append", reference=b"never", bytes=b"x")
+    assert peer.error(1) == ("channel", 404)

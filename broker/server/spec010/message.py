@@ -10,6 +10,16 @@ header fields become the model's basic properties (``application-headers`` the h
 transfers carry the consumer's (or get's) ``destination``, the message's exchange and
 routing key and the same fields back.
 
+References (staging): message.open makes an empty reference on the channel, message.append
+adds to it, message.resume reopens one from a checkpoint and answers message.offset with its
+length (0 for an unknown identifier); message.checkpoint saves an open reference's data under
+its identifier, per virtual host and user, beyond the connection (``spec09.staging``, the
+0-9 dialect's store, which 0-9's message.checkpoint uses too); a transfer whose body names an
+open reference is held and published when message.close ends the reference (rule
+message.close:message-acknowledge-after-close). Opening a reference that is open is a 406
+(rule message.open.reference:duplicate-reference), naming one that is not open a 404
+(non-existent-reference).
+
 Acknowledgement: the draft drops message.ok; a client acknowledges with session.ack, whose
 frame-ids the draft leaves to a later chapter. Here the server's deliveries on a channel
 (message.transfer, basic.deliver, basic.get-ok alike) are numbered from 1, which are their
@@ -17,9 +27,8 @@ delivery tags, and session.ack settles those up to ``cumulative-seen-mark`` and 
 ``seen-frame-set`` (``sessions``); message.reject from the client requeues nothing (it
 answers a transfer of the client's, in the draft's grammar) and is ignored.
 
-Not implemented (540 naming them): references (message.open, append, close, checkpoint,
-resume, offset; a transfer whose body names a reference), a transfer's reject-unroutable and
-immediate, message.qos prefetch-size.
+Not implemented (540 naming them): a transfer's reject-unroutable and immediate, message.qos
+prefetch-size; message.offset and message.empty from a client.
 """
 
 from __future__ import annotations
@@ -30,10 +39,15 @@ from typing import Any
 from amqp_protocol import errors
 from amqp_protocol.generated import spec_0_9_1
 from amqp_protocol.generated.spec_0_10 import (
+    MessageAppend,
     MessageCancel,
+    MessageCheckpoint,
+    MessageClose,
     MessageConsume,
     MessageGet,
+    MessageOpen,
     MessageQos,
+    MessageResume,
     MessageTransfer,
 )
 from amqp_protocol.values import Content
@@ -42,7 +56,9 @@ from ...model.message import Message, QueuedMessage
 from ...model.queues import Consumer, Queue
 from ..abc import Channel
 from ..dialect import ChannelHandler
+from ..spec09 import staging
 from .basic import DraftSink, basic_qos, basic_recover, consume_with
+from .state import state_of
 
 _MODEL = spec_0_9_1.BasicProperties
 #: message.transfer's header fields that are basic properties of the same name
@@ -106,14 +122,71 @@ class TransferSink(DraftSink):
         send_transfer(self.ch, consumer.tag, queue, entry)
 
 
+def _publish(ch: Channel, exchange: str, routing_key: str, properties: Any, body: bytes) -> None:
+    publish = spec_0_9_1.BasicPublish(exchange=exchange, routing_key=routing_key)
+    ch.publish_basic(publish, properties, body)
+
+
 def transfer(ch: Channel, m: MessageTransfer) -> None:
-    if m.body.reference:
-        raise errors.NotImplemented_("NOT_IMPLEMENTED - message.transfer of a reference")
     for flag in ("reject_unroutable", "immediate"):
         if getattr(m, flag):
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - message.transfer {flag}=true")
-    publish = spec_0_9_1.BasicPublish(exchange=m.destination, routing_key=m.routing_key)
-    ch.publish_basic(publish, _properties(m), m.body.data)
+    if m.body.reference:
+        reference = _text(m.body.data)
+        _open_data(ch, reference)
+        held = state_of(ch).held.setdefault(reference, [])
+        held.append((m.destination, m.routing_key, _properties(m)))
+        return
+    _publish(ch, m.destination, m.routing_key, _properties(m), m.body.data)
+
+
+def _text(value: bytes | str) -> str:
+    """A reference name (a longstr on the wire)."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
+
+
+def _open_reference(ch: Channel, reference: str, data: bytes) -> None:
+    references = state_of(ch).references
+    if reference in references:
+        raise errors.PreconditionFailed(f"PRECONDITION_FAILED - reference '{reference}' is open")
+    references[reference] = bytearray(data)
+
+
+def _open_data(ch: Channel, reference: str) -> bytearray:
+    data = state_of(ch).references.get(reference)
+    if data is None:
+        raise errors.NotFound(f"NOT_FOUND - reference '{reference}' is not open")
+    return data
+
+
+def open_reference(ch: Channel, m: MessageOpen) -> None:
+    _open_reference(ch, _text(m.reference), b"")
+
+
+def append(ch: Channel, m: MessageAppend) -> None:
+    data = m.bytes.encode() if isinstance(m.bytes, str) else m.bytes
+    _open_data(ch, _text(m.reference)).extend(data)
+
+
+def close_reference(ch: Channel, m: MessageClose) -> None:
+    reference = _text(m.reference)
+    data = bytes(_open_data(ch, reference))
+    state = state_of(ch)
+    del state.references[reference]
+    for exchange, routing_key, properties in state.held.pop(reference, []):
+        _publish(ch, exchange, routing_key, properties, data)
+
+
+def checkpoint(ch: Channel, m: MessageCheckpoint) -> None:
+    data = _open_data(ch, _text(m.reference))
+    staging.put(ch, "message-0-10:" + m.identifier, staging.Staged(bytes(data)))
+
+
+def resume(ch: Channel, m: MessageResume) -> None:
+    saved = staging.get(ch, "message-0-10:" + m.identifier)
+    data = saved.data if saved is not None else b""
+    _open_reference(ch, _text(m.reference), data)
+    ch.send(ch.conn.spec.method("message.offset")(value=len(data)))
 
 
 def consume(ch: Channel, m: MessageConsume) -> None:
@@ -155,4 +228,9 @@ HANDLERS: dict[str, ChannelHandler] = {
     "message.qos": qos,
     "message.recover": basic_recover,
     "message.reject": _ignore,
+    "message.open": open_reference,
+    "message.append": append,
+    "message.close": close_reference,
+    "message.checkpoint": checkpoint,
+    "message.resume": resume,
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..abc import Channel
 
@@ -35,6 +36,11 @@ class DraftState:
     #: the methods of classes other than session and execution received on the channel
     #: (the last command-id, see ``queries``)
     commands: int = 0
+    #: message references open on the channel (message.open/resume .. message.close)
+    references: dict[str, bytearray] = field(default_factory=dict)
+    #: transfers whose body is an open reference, published when it closes:
+    #: reference -> [(exchange, routing key, basic properties)]
+    held: dict[str, list[tuple[str, str, Any]]] = field(default_factory=dict)
 
 
 def state_of(ch: Channel) -> DraftState:
