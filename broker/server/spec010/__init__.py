@@ -3,9 +3,10 @@ the dialect ``Spec010Dialect``.
 
 Its channels use the same virtual hosts, exchanges, queues and messages as 0-9-1's and 0-9's.
 The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow,
-queue.purge/delete, basic.ack/reject), and this package's where the draft differs
-(``declarations``, ``basic``). A method with no handler is answered 540 not-implemented,
-naming it (``ServerChannel.handle``); docs/conformance-0-10.md lists what is implemented.
+queue.purge/delete, basic.reject), and this package's where the draft differs
+(``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``). A method
+with no handler is answered 540 not-implemented, naming it (``ServerChannel.handle``);
+docs/conformance-0-10.md lists what is implemented.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from amqp_protocol import SPEC_0_10, Method, Properties, errors, events
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, Dialect
-from . import basic, declarations, message, queries, sessions
+from . import basic, declarations, message, queries, sessions, tx
 from .state import DraftState, state_of
 
 _C = TypeVar("_C", bound=Channel)
@@ -31,7 +32,6 @@ _FROM_CORE = (
     "channel.flow-ok",
     "queue.purge",
     "queue.delete",
-    "basic.ack",
     "basic.reject",
 )
 
@@ -42,6 +42,7 @@ def _channel_handlers(session_handlers: dict[str, ChannelHandler]) -> dict[str, 
     table.update(basic.HANDLERS)
     table.update(queries.HANDLERS)
     table.update(message.HANDLERS)
+    table.update(tx.HANDLERS)
     table = {name: _counted(name, handler) for name, handler in table.items()}
     table.update(session_handlers)
     return table
@@ -93,6 +94,7 @@ class Spec010Dialect(Dialect):
         return DraftState()
 
     def channel_closing(self, channel: Channel) -> None:
+        tx.closing(channel)
         self.sessions.ended(channel)
 
     def open_channel(

@@ -15,7 +15,6 @@ import os
 from typing import Any
 
 from amqp_protocol import Properties, errors
-from amqp_protocol.generated import spec_0_9_1
 from amqp_protocol.generated.spec_0_10 import (
     BasicCancel,
     BasicConsume,
@@ -31,6 +30,7 @@ from ...model.message import QueuedMessage
 from ...model.queues import Consumer, Queue, consumer_priority
 from ..abc import Channel
 from ..dialect import ChannelHandler
+from . import tx
 from .properties import to_draft, to_model
 from .state import state_of
 
@@ -162,8 +162,7 @@ def basic_publish(ch: Channel, m: BasicPublish, properties: Properties, body: by
     for flag in ("reject_unroutable", "immediate"):
         if getattr(m, flag):
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.publish {flag}=true")
-    publish = spec_0_9_1.BasicPublish(exchange=m.exchange, routing_key=m.routing_key)
-    ch.publish_basic(publish, to_model(properties), body)
+    tx.publish(ch, m.exchange, m.routing_key, to_model(properties), body)
 
 
 HANDLERS: dict[str, ChannelHandler] = {

@@ -57,6 +57,7 @@ from ...model.queues import Consumer, Queue
 from ..abc import Channel
 from ..dialect import ChannelHandler
 from ..spec09 import staging
+from . import tx
 from .basic import DraftSink, basic_qos, basic_recover, consume_with
 from .state import state_of
 
@@ -122,11 +123,6 @@ class TransferSink(DraftSink):
         send_transfer(self.ch, consumer.tag, queue, entry)
 
 
-def _publish(ch: Channel, exchange: str, routing_key: str, properties: Any, body: bytes) -> None:
-    publish = spec_0_9_1.BasicPublish(exchange=exchange, routing_key=routing_key)
-    ch.publish_basic(publish, properties, body)
-
-
 def transfer(ch: Channel, m: MessageTransfer) -> None:
     for flag in ("reject_unroutable", "immediate"):
         if getattr(m, flag):
@@ -137,7 +133,7 @@ def transfer(ch: Channel, m: MessageTransfer) -> None:
         held = state_of(ch).held.setdefault(reference, [])
         held.append((m.destination, m.routing_key, _properties(m)))
         return
-    _publish(ch, m.destination, m.routing_key, _properties(m), m.body.data)
+    tx.publish(ch, m.destination, m.routing_key, _properties(m), m.body.data)
 
 
 def _text(value: bytes | str) -> str:
@@ -174,7 +170,7 @@ def close_reference(ch: Channel, m: MessageClose) -> None:
     state = state_of(ch)
     del state.references[reference]
     for exchange, routing_key, properties in state.held.pop(reference, []):
-        _publish(ch, exchange, routing_key, properties, data)
+        tx.publish(ch, exchange, routing_key, properties, data)
 
 
 def checkpoint(ch: Channel, m: MessageCheckpoint) -> None:

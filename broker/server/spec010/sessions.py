@@ -39,6 +39,7 @@ from amqp_protocol.generated.spec_0_10 import (
 
 from ..abc import Channel, Connection
 from ..dialect import ChannelHandler
+from . import tx
 from .state import Session, state_of
 
 _C = TypeVar("_C", bound=Channel)
@@ -181,7 +182,7 @@ def _settle(ch: Channel, m: SessionAck) -> None:
         if tag <= m.cumulative_seen_mark or any(first <= tag <= last for first, last in ranges)
     ]
     for tag in tags:
-        ch.settle_or_hold("ack", tag, False)
+        tx.ack(ch, tag, False)
 
 
 def _high_water_mark(ch: Channel, m: SessionHighWaterMark) -> None:

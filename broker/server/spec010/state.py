@@ -41,6 +41,8 @@ class DraftState:
     #: transfers whose body is an open reference, published when it closes:
     #: reference -> [(exchange, routing key, basic properties)]
     held: dict[str, list[tuple[str, str, Any]]] = field(default_factory=dict)
+    #: the open transaction (tx.select; None: not transactional)
+    tx: Any = None
 
 
 def state_of(ch: Channel) -> DraftState:
