@@ -29,6 +29,7 @@ from ..streams.queue import StreamQueue
 from . import descriptors
 from .connection import AMQPConnection
 from .dialect import Dialects
+from .spec010 import Spec010Dialect
 from .spec09 import Spec09Dialect
 from .spec091 import RabbitMQDialect
 
@@ -66,7 +67,7 @@ class BrokerServer:
         self.refusals = descriptors.RefusalLog(loop.time)
         #: the AMQP versions it speaks, preferred first: a client's protocol header picks one
         self.dialects = Dialects(
-            RabbitMQDialect(), Spec09Dialect(SPEC_0_9), Spec09Dialect(SPEC_0_8)
+            RabbitMQDialect(), Spec09Dialect(SPEC_0_9), Spec09Dialect(SPEC_0_8), Spec010Dialect()
         )
         self._accept_guard: descriptors.AcceptGuard | None = None
         self.memory = MemoryGauge(config.memory_high_watermark)

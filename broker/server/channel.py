@@ -183,6 +183,13 @@ class ServerChannel:
         self.conn.access.check(method, self.last_queue)
         handler(self, method)
 
+    def move_to(self, conn: Connection, channel_id: int) -> None:
+        """Carry on as channel ``channel_id`` of ``conn`` (the 0-10 draft's session.resume
+        attaches a suspended session, with its consumers and unacknowledged deliveries, to a
+        channel of another connection to the same virtual host)."""
+        self.conn = conn
+        self.id = channel_id
+
     def redispatch(self) -> None:
         """Something that limited deliveries changed: let this channel's queues push again."""
         for queue in {c.queue for c in self.consumers.values()}:

@@ -421,6 +421,8 @@ class AMQPConnection(asyncio.Protocol):
             self.transport.write(ev.reply)
             self.transport.close()
             self._closed = True
+        elif not isinstance(ev, events.HeartbeatReceived):
+            self._spoken.other_event(self, ev)
 
     def _on_channel_method(
         self, channel_id: int, method: Method, content: events.ContentReceived | None
@@ -434,10 +436,12 @@ class AMQPConnection(asyncio.Protocol):
         channel = self.channels.get(channel_id)
         try:
             if channel is None:
-                if method.NAME != "channel.open":
-                    return  # late, for a channel we closed: the protocol layer let it through
-                self.channels[channel_id] = ServerChannel(self, channel_id, self._spoken)
-                self.send_method(channel_id, self.spec.method("channel.open-ok")())
+                dialect = self._spoken
+                opened = dialect.open_channel(
+                    self, channel_id, method, lambda: ServerChannel(self, channel_id, dialect)
+                )
+                if opened is not None:
+                    self.channels[channel_id] = opened
             elif content is not None:
                 channel.publish(method, content.properties, content.body)
             else:

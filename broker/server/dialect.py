@@ -10,8 +10,9 @@ negotiates and dispatches; the dialect supplies what differs between versions:
   channel closes;
 - its few policies: a further check before each delivery, whether an unbind of something
   missing is answered unbind-ok, whether multi-frame deliveries may be cancelled, and its
-  connection-level behaviour (connection.start's version and server properties, redirects,
-  stopping publishers over the memory watermark, a refused tune-ok, frames of other types).
+  connection-level behaviour (the methods that open a channel, connection.start's version
+  and server properties, redirects, stopping publishers over the memory watermark, a
+  refused tune-ok, frames of other types, events the core does not handle).
 
 The defaults here are the behaviour of a version that has none of these extras.
 """
@@ -20,9 +21,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from amqp_protocol import Spec, errors, events
+from amqp_protocol import Method, Spec, errors, events
 from amqp_protocol.generated.any_version import ConnectionOpen
 
 from .abc import Channel, Connection
@@ -34,6 +35,7 @@ ChannelHandler = Callable[[Channel, Any], None]
 #: A handler of a content-bearing method from the client: (channel, method, properties, body),
 #: the properties of the method's class.
 ContentHandler = Callable[[Channel, Any, Any, bytes], None]
+_C = TypeVar("_C", bound=Channel)
 
 
 class Dialect:
@@ -70,6 +72,23 @@ class Dialect:
 
     def channel_closing(self, channel: Channel) -> None:
         """The channel is being torn down (before its consumers are cancelled)."""
+
+    def open_channel(
+        self, conn: Connection, channel_id: int, method: Method, new: Callable[[], _C]
+    ) -> _C | None:
+        """``method`` came on a channel that is not open: the channel it opens (``new()``
+        makes one; the 0-10 draft's session.resume gives back a suspended one), or None to
+        ignore it (late, for a channel the server closed: the protocol layer let it through)."""
+        if method.NAME != "channel.open":
+            return None
+        channel = new()
+        conn.send_method(channel_id, conn.spec.method("channel.open-ok")())
+        return channel
+
+    def other_event(self, conn: Connection, ev: events.Event) -> None:
+        """An event of the protocol layer the core does not handle (the 0-10 draft's request
+        and response frames)."""
+        raise errors.UnexpectedFrame(f"UNEXPECTED_FRAME - {type(ev).__name__}")
 
     def start_version(self) -> tuple[int, int]:
         """connection.start's version-major and version-minor."""

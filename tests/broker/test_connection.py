@@ -90,7 +90,7 @@ def test_unsupported_protocol_header_gets_one_the_broker_speaks_back(
     broker_url: str, request: pytest.FixtureRequest
 ) -> None:
     with socket.create_connection(_addr(broker_url), timeout=5) as s:
-        s.sendall(b"AMQP\x01\x01\x00\x0a")
+        s.sendall(b"AMQP\x01\x01\x00\x0b")  # 0-11: no broker speaks it (0-10 is spoken)
         assert s.recv(8) == OFFERED[request.node.callspec.params["broker_url"]]
         # Then the server closes the socket (RabbitMQ abortively: a reset).
         with contextlib.suppress(ConnectionResetError):

@@ -14,7 +14,7 @@ SERVER = Path(broker.__file__).parent / "server"
 #: The core, and the contract the dialects implement.
 CORE = ("abc", "channel", "connection", "content_pump", "dialect")
 #: The dialects, registered in app.py.
-DIALECTS = ("spec09", "spec091")
+DIALECTS = ("spec09", "spec091", "spec010")
 
 
 def _server_imports(module: Path) -> set[str]:

@@ -1,0 +1,78 @@
+"""The draft's tx class (no -ok replies): publishes and acknowledgements held until commit,
+undone by rollback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.spec09.peer import Peer
+
+
+def _count(peer: Peer, queue: str) -> int:
+    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
+
+
+def test_publishes_in_a_transaction_are_routed_at_commit_and_dropped_at_rollback(
+    peer: Peer, name: str
+) -> None:
+    peer.call(1, "queue.declare", queue=name)
+    peer.send(1, "tx.select")
+    peer.send_content(1, "basic.publish", b"kept", exchange="", routing_key=name)
+    assert _count(peer, name) == 0
+    peer.send(1, "tx.commit")
+    assert _count(peer, name) == 1
+    peer.send_content(1, "basic.publish", b"dropped", exchange="", routing_key=name)
+    peer.send(1, "tx.rollback")
+    assert _count(peer, name) == 1
+
+
+def test_acks_in_a_transaction_settle_at_commit_and_rollback_makes_them_unacked(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    peer = peer_factory()
+    peer.open_channel(1)
+    peer.call(1, "queue.declare", queue=name)
+    for body in (b"a", b"b"):
+        peer.send_content(1, "basic.publish", body, exchange="", routing_key=name)
+    peer.send(1, "tx.select")
+    peer.call(1, "basic.consume", queue=name)
+    first, second = (peer.expect(1, "basic.deliver") for _ in range(2))
+    peer.send(1, "basic.ack", delivery_tag=first.method.delivery_tag)
+    peer.send(1, "tx.commit")
+    peer.send(1, "basic.ack", delivery_tag=second.method.delivery_tag)
+    peer.send(1, "tx.rollback")
+    peer.open_channel(2)
+    assert int(peer.call(2, "queue.declare", queue=name, passive=True).message_count) == 0
+    # The rolled-back ack left "b" unacknowledged (an unknown tag would be a 406): ack it
+    # again and commit; closing the channel then requeues nothing.
+    peer.send(1, "basic.ack", delivery_tag=second.method.delivery_tag)
+    peer.send(1, "tx.commit")
+    peer.call(1, "channel.close", reply_code=200, reply_text="ok")
+    assert int(peer.call(2, "queue.declare", queue=name, passive=True).message_count) == 0
+
+
+def test_commit_without_select_is_406(peer: Peer) -> None:
+    peer.send(1, "tx.commit")
+    assert peer.error(1) == ("channel", 406)
+
+
+def test_a_publish_to_a_missing_exchange_in_a_transaction_is_404_at_once(
+    peer: Peer, name: str
+) -> None:
+    peer.send(1, "tx.select")
+    peer.send_content(1, "basic.publish", b"x", exchange=name + "-none", routing_key="k")
+    assert peer.error(1) == ("channel", 404)
+
+
+def test_a_channel_closed_in_a_transaction_requeues_what_it_acknowledged(
+    peer: Peer, name: str
+) -> None:
+    peer.call(1, "queue.declare", queue=name)
+    peer.send_content(1, "basic.publish", b"a", exchange="", routing_key=name)
+    peer.send(1, "tx.select")
+    peer.send(1, "basic.get", queue=name)
+    got = peer.expect(1, "basic.get-ok")
+    peer.send(1, "basic.ack", delivery_tag=got.method.delivery_tag)
+    peer.call(1, "channel.close", reply_code=200, reply_text="ok")
+    peer.open_channel(2)
+    assert int(peer.call(2, "queue.declare", queue=name, passive=True).message_count) == 1
