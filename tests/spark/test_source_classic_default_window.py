@@ -59,10 +59,8 @@ def test_the_window_grows_only_after_seeing_as_many_deliveries_as_it_holds() -> 
 
 
 def test_one_consumer_takes_at_most_what_basic_qos_can_say() -> None:
-    policy = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES)
-    assert policy.next_share(window=65536, seen=65536, average_body=100) == (
-        DEFAULT_WINDOW_MESSAGES - 65536
-    )
+    policy = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=200_000)
+    assert policy.next_share(window=150_000, seen=150_000, average_body=100) == 50_000
     assert policy.next_share(window=8192, seen=8192, average_body=100) == CONSUMER_PREFETCH_MAX
 
 
