@@ -126,9 +126,12 @@ class _Consumer:
         self.growing = [self.channel.request_later("basic.cancel", consumer_tag=tag)]
         self.window -= prefetch
 
-    @staticmethod
-    def average(size: int, count: int) -> float:
-        return size / count if count else 0.0
+    def average_body(self) -> float:
+        """The body size the window is sized for: the average of all seen, or of those held
+        if larger (a window cancelled because messages grew does not grow back while they
+        are large)."""
+        seen = self.seen_bytes / self.admitted if self.admitted else 0.0
+        return max(seen, self.held_bytes / len(self.arrived) if self.arrived else 0.0)
 
     def settled(self) -> bool:
         """Whether the last growth or shrink step was answered (raises if it was refused)."""
@@ -287,13 +290,7 @@ class ClassicConsumers:
         ):
             consumer.shrink()
             return
-        # The sizes held now count as much as all seen: a window cancelled because messages
-        # grew does not grow back while they are large.
-        average = max(
-            consumer.average(consumer.seen_bytes, consumer.admitted),
-            consumer.average(consumer.held_bytes, len(consumer.arrived)),
-        )
-        share = policy.next_share(consumer.window, consumer.admitted, average)
+        share = policy.next_share(consumer.window, consumer.admitted, consumer.average_body())
         if share:
             consumer.grow(queue, share)
 
@@ -359,12 +356,15 @@ class ClassicConsumers:
 
     def half_windows(self) -> int:
         """A batch's rows without a row limit: half of what may be in flight, so that the
-        broker keeps sending the other half while Spark processes the batch."""
-        return sum(max(1, c.window // 2) for c in self._consumers.values())
+        broker keeps sending the other half while Spark processes the batch. A default
+        window counts as the size it is growing to: a batch planned while it grows is not
+        cut to the first consumers' few messages."""
+        return sum(max(1, self._window_of(c) // 2) for c in self._consumers.values())
 
-    def windows(self) -> int:
-        """What the driver may hold unacked, all queues together."""
-        return sum(c.window for c in self._consumers.values())
+    def _window_of(self, consumer: _Consumer) -> int:
+        if self._fixed is not None:
+            return consumer.window
+        return max(consumer.window, self._default_window.target(consumer.average_body()))
 
     # -- offsets ------------------------------------------------------------------------------
 

@@ -209,7 +209,7 @@ class SourceOptions:
         "offsets and acks are unchanged). Not set, a classic stream chooses each queue's window "
         "from the body sizes it sees: up to 40000 messages, within 128 MiB of driver memory for "
         "the query's queues together (a held delivery counted as 400 B plus 1.5 times its body, "
-        "the batch's Arrow copy included): 100 B messages get 40000, 10 KB about 8,700, 1 MB 85 "
+        "the batch's Arrow copy included): 100 B messages get 40000, 10 KB 8,715, 1 MB 89 "
         "(see Batch size). Stream queues and batch reads: `basic.qos` of each consumer, at most "
         "65535 (default 10000).",
     )
