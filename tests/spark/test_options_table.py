@@ -98,5 +98,5 @@ def test_the_readme_check_fails_on_a_stale_row(tmp_path: Path) -> None:
     )
 
     assert done.returncode == 1
-    assert "-| `prefetch` | `500` |" in done.stdout
-    assert "+| `prefetch` | `10000` |" in done.stdout
+    assert "-| `pollTimeoutMs` | `500` |" in done.stdout
+    assert "+| `pollTimeoutMs` | `2000` |" in done.stdout
