@@ -47,10 +47,17 @@ def _pids() -> list[int]:
 
 
 def rabbitmq_node_pid(port: int) -> int | None:
-    """The ``beam.smp`` of the private node (tests/support/rabbitmq.py) listening on ``port``."""
+    """The ``beam.smp`` of the RabbitMQ node listening on ``port`` (its environment says
+    ``RABBITMQ_NODE_PORT``, as the private nodes of tests/support/rabbitmq.py set it)."""
+    wanted = f"RABBITMQ_NODE_PORT={port}".encode()
     for pid in _pids():
-        line = _cmdline(pid)
-        if "beam.smp" in line and f"rabbit-test-{port}@" in line:
+        if "beam.smp" not in _cmdline(pid):
+            continue
+        try:
+            environment = (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if wanted in environment:
             return pid
     return None
 
