@@ -285,11 +285,10 @@ class ClassicConsumers:
         if not consumer.settled():
             return
         policy = self._default_window
-        if len(consumer.consumers) > 1 and policy.over_budget(
-            consumer.held_bytes, len(consumer.arrived)
-        ):
-            consumer.shrink()
-            return
+        if policy.over_budget(consumer.held_bytes, len(consumer.arrived)):
+            if len(consumer.consumers) > 1:
+                consumer.shrink()
+            return  # no growth while over: what comes would be held beyond the budget
         share = policy.next_share(consumer.window, consumer.admitted, consumer.average_body())
         if share:
             consumer.grow(queue, share)

@@ -142,3 +142,31 @@ def test_the_default_window_of_large_messages_is_bounded_by_bytes(
     assert c.held_bytes * 1.5 + target * DELIVERY_OVERHEAD <= policy.budget_bytes
     assert end["deliveryTags"] == {queue: target}
     assert BASIC_ACK not in method_ids(only_connection(proxy))
+
+
+def test_the_default_window_cancels_consumers_while_grown_messages_exceed_the_budget(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    queue = broker.new_queue()
+    broker.publish(queue, [b"s" * 10] * 300 + [b"L" * 200_000] * 20)
+    reader, proxy = runner_reader_of(queue=queue)
+    consumers = _consumers(reader)
+    policy = DefaultWindow(budget_bytes=2 * MiB, max_messages=1000)
+    consumers._default_window = policy
+    start = reader.initialOffset()
+    c = consumers._consumers[queue]
+    for _ in range(400):  # grows to 1000 on the small ones, then holds 4 MB of large ones
+        reader.latestOffset(start, ReadMaxRows(10**9))
+        if len(c.arrived) == 320 and len(c.consumers) == 1 and c.settled():
+            break
+        time.sleep(0.05)
+
+    for _ in range(20):  # and it does not grow again while they are held
+        reader.latestOffset(start, ReadMaxRows(10**9))
+        time.sleep(0.05)
+
+    assert len(c.arrived) == 320  # nothing held is dropped: it is acked with its batch
+    assert policy.over_budget(c.held_bytes, len(c.arrived))
+    assert [prefetch for _, prefetch in c.consumers] == [1]  # the others cancelled
+    assert c.window == 1
+    assert BASIC_ACK not in method_ids(only_connection(proxy))
