@@ -15,7 +15,8 @@ is a prefix of each queue's deliveries) and, per queue, a buffer of what has arr
   requeues them and delivers them again (at-least-once).
 
 Unacked messages never exceed ``prefetch`` per queue (rounded up to a multiple of the number of
-consumers when it takes several), which bounds the driver's memory.
+consumers when it takes several), which bounds the driver's memory. Without ``prefetch``, the
+window of each queue is chosen from the body sizes seen, in count and bytes (see ``window``).
 
 This runs in the same process as the client's I/O thread, which decodes the deliveries and
 needs the GIL to do so: nothing here costs per message more than a slice or a length does
@@ -39,6 +40,7 @@ from amqp_spark.source.delivery_limit import warn_about_delivery_limit
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
+from amqp_spark.source.window import DefaultWindow
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
@@ -83,11 +85,57 @@ class _Consumer:
     acked: int = 0  #: the last tag acked
     arrived: list[Delivery] = field(default_factory=list)
     redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
+    #: The AMQP consumers on the channel (tag, prefetch), oldest first, and their sum: how
+    #: many deliveries may be unacked.
+    consumers: list[tuple[str, int]] = field(default_factory=list)
+    window: int = 0
+    seen_bytes: int = 0  #: body bytes of every delivery admitted
+    held_bytes: int = 0  #: body bytes of ``arrived``
+    #: Replies to a growth step (basic.qos, basic.consume) still on their way.
+    growing: list[PendingReply] = field(default_factory=list)
 
     def take(self, deliveries: list[Delivery]) -> None:
         self.arrived += deliveries
         self.admitted += len(deliveries)
         self.redelivered += sum(d.redelivered for d in deliveries)
+        size = sum(len(d.body) for d in deliveries)
+        self.seen_bytes += size
+        self.held_bytes += size
+
+    def consume(self, queue: str, prefetch: int) -> None:
+        """Add an AMQP consumer of ``prefetch`` on the channel, waiting for the broker."""
+        self.channel.basic_qos(prefetch_count=prefetch)
+        self.consumers.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
+        self.window += prefetch
+
+    def grow(self, queue: str, prefetch: int) -> None:
+        """Add a consumer of ``prefetch`` without waiting: the replies would come behind
+        the deliveries in flight. Counted in the window at once."""
+        tag = f"amqp-spark-{uuid.uuid4().hex}"
+        self.growing = [
+            self.channel.request_later("basic.qos", prefetch_count=prefetch, global_=False),
+            self.channel.request_later("basic.consume", queue=queue, consumer_tag=tag),
+        ]
+        self.consumers.append((tag, prefetch))
+        self.window += prefetch
+
+    def shrink(self) -> None:
+        """Cancel the newest consumer (not the first): its deliveries stay unacked on the
+        channel until their batch is acked, but no more come to it."""
+        tag, prefetch = self.consumers.pop()
+        self.growing = [self.channel.request_later("basic.cancel", consumer_tag=tag)]
+        self.window -= prefetch
+
+    def average_body(self) -> float:
+        """The body size the window is sized for: the average of all seen, or of those held
+        if larger (a window cancelled because messages grew does not grow back while they
+        are large)."""
+        seen = self.seen_bytes / self.admitted if self.admitted else 0.0
+        return max(seen, self.held_bytes / len(self.arrived) if self.arrived else 0.0)
+
+    def settled(self) -> bool:
+        """Whether the last growth or shrink step was answered (raises if it was refused)."""
+        return all(reply.result() is not None for reply in self.growing)
 
     def room(self) -> int:
         """How many more deliveries may be admitted (the AvailableNow budget)."""
@@ -121,10 +169,12 @@ class ClassicConsumers:
         # One consumer may have at most CONSUMER_PREFETCH_MAX unacked: a larger window is
         # shared by several consumers on the queue's channel. Their deliveries share the
         # channel's tags, so a batch is still a prefix of one sequence and one ack covers it.
-        self._consumers_per_queue = -(-options.prefetch // CONSUMER_PREFETCH_MAX)
-        self._share = -(-options.prefetch // self._consumers_per_queue)
-        #: What the driver may hold unacked per queue.
-        self.window = self._share * self._consumers_per_queue
+        consumers_per_queue = -(-options.prefetch // CONSUMER_PREFETCH_MAX)
+        share = -(-options.prefetch // consumers_per_queue)
+        #: ``prefetch`` given: the consumers' prefetch, all started at once. Else each queue
+        #: starts with one consumer of one message and grows (see ``window``).
+        self._fixed = [share] * consumers_per_queue if "prefetch" in options.given else None
+        self._default_window = DefaultWindow.for_queues(len(options.queues) or 1)
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -163,13 +213,12 @@ class ClassicConsumers:
         for queue in queues:
             with using_queue(queue, opts.queue_type):
                 ch = conn.channel()
-                ch.basic_qos(prefetch_count=self._share)
                 budget = self._depth(ch, queue) if self._available_now else None
                 consumers[queue] = _Consumer(ch, budget)
         for queue, consumer in consumers.items():
             with using_queue(queue, opts.queue_type):
-                for _ in range(self._consumers_per_queue):
-                    consumer.channel.basic_consume(queue, no_ack=False)
+                for prefetch in self._fixed or [1]:
+                    consumer.consume(queue, prefetch)
         return queues, depth_channel, consumers
 
     def _declare_bound_queue(self, conn: Connection) -> str:
@@ -218,21 +267,38 @@ class ClassicConsumers:
 
         count = 0
         try:
-            for consumer in self._consumers.values():
+            for queue, consumer in self._consumers.items():
                 room = consumer.room()
                 if room > 0:
                     got = consumer.channel.drain_deliveries(max_count=room)
                     consumer.take(got)
                     count += len(got)
+                if self._fixed is None:
+                    self._adapt_window(queue, consumer)
         except ClientError:
             self._drop_connection()  # reconnected by the caller's next ensure_open()
         return count
 
+    def _adapt_window(self, queue: str, consumer: _Consumer) -> None:
+        """The default window: one step of growth or shrinking (see ``window``) once the
+        step before was answered."""
+        if not consumer.settled():
+            return
+        policy = self._default_window
+        if policy.over_budget(consumer.held_bytes, len(consumer.arrived)):
+            if len(consumer.consumers) > 1:
+                consumer.shrink()
+            return  # no growth while over: what comes would be held beyond the budget
+        share = policy.next_share(consumer.window, consumer.admitted, consumer.average_body())
+        if share:
+            consumer.grow(queue, share)
+
     def _buffered(self) -> int:
         return sum(len(c.arrived) for c in self._consumers.values())
 
-    def _wait_for_more(self, wanted: int, timeout: float) -> None:
-        """Block until ``wanted`` deliveries are buffered, nothing more can come (the
+    def _wait_for_more(self, wanted: int | None, timeout: float) -> None:
+        """Block until ``wanted`` deliveries (None: half the windows, which may grow while
+        waiting) are buffered, nothing more can come (the
         AvailableNow target is reached, or every queue has its window unacked), or
         nothing arrived for ``timeout`` seconds.
 
@@ -248,7 +314,7 @@ class ClassicConsumers:
             waiting_on = self._queues_that_can_deliver()
             if (
                 self._conn is None
-                or self._buffered() >= wanted
+                or self._buffered() >= (wanted or self.half_windows())
                 or not waiting_on
                 or time.monotonic() > deadline
             ):
@@ -285,9 +351,19 @@ class ClassicConsumers:
     def _queues_that_can_deliver(self) -> list[str]:
         """Queues the broker may still send to us: within the AvailableNow budget and with
         fewer than the window unacked (every buffered delivery is unacked)."""
-        return [
-            q for q, c in self._consumers.items() if c.room() > 0 and len(c.arrived) < self.window
-        ]
+        return [q for q, c in self._consumers.items() if c.room() > 0 and len(c.arrived) < c.window]
+
+    def half_windows(self) -> int:
+        """A batch's rows without a row limit: half of what may be in flight, so that the
+        broker keeps sending the other half while Spark processes the batch. A default
+        window counts as the size it is growing to: a batch planned while it grows is not
+        cut to the first consumers' few messages."""
+        return sum(max(1, self._window_of(c) // 2) for c in self._consumers.values())
+
+    def _window_of(self, consumer: _Consumer) -> int:
+        if self._fixed is not None:
+            return consumer.window
+        return max(consumer.window, self._default_window.target(consumer.average_body()))
 
     # -- offsets ------------------------------------------------------------------------------
 
@@ -306,15 +382,13 @@ class ClassicConsumers:
         """
         with self._lock:
             self.ensure_open()
-            # Without a row limit, take half of what may be in flight: the broker then keeps
-            # sending the other half while Spark processes the batch.
-            rows = limits.max_rows or max(1, self.window // 2) * len(self.queues)
             if wait:
                 # After ack_through(start), every buffered delivery is beyond `start`.
-                self._wait_for_more(rows, self._options.poll_timeout)
+                self._wait_for_more(limits.max_rows, self._options.poll_timeout)
             else:
                 self._receive()
             self.ensure_open()  # a connection that died while receiving is replaced
+            rows = limits.max_rows or self.half_windows()
             firsts = {
                 q: c.after(start.tag(q, self.connection_id)) for q, c in self._consumers.items()
             }
@@ -379,7 +453,9 @@ class ClassicConsumers:
                     if tag > c.acked:
                         c.channel.basic_ack(tag, multiple=True)
                         c.acked = tag
-                        del c.arrived[: c.after(tag)]
+                        acked = c.after(tag)
+                        c.held_bytes -= sum(len(d.body) for d in c.arrived[:acked])
+                        del c.arrived[:acked]
             except ClientError:
                 self._drop_connection()  # unacked: the broker requeues them
 

@@ -34,7 +34,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
 from amqp_spark.source.checkpoint import latest_batch_committed_at
 from amqp_spark.source.classic import ClassicConsumers
-from amqp_spark.source.limits import Limits
+from amqp_spark.source.limits import NO_ROW_LIMIT, Limits
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, split_rows
@@ -88,7 +88,7 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
         if checkpoint is None:
             raise RuntimeError(ONCE_NEEDS_CHECKPOINT)
         consumers.ack_through(begin)  # a no-op unless the batch before is of this connection
-        everything = Limits(max_rows=consumers.window * max(len(self.options.queues), 1))
+        everything = Limits(max_rows=NO_ROW_LIMIT)  # all the windows hold
         end = consumers.latest(begin, everything, wait=True).to_dict()
         self._once = (checkpoint, end)
         return end

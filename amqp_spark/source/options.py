@@ -198,19 +198,25 @@ class SourceOptions:
         "prefetch",
         integers(1, PREFETCH_MAX),
         default=10000,
+        default_doc="classic streams: from the sizes seen, at most 40000 messages and 128 MiB "
+        "per query; otherwise `10000`",
         doc="`basic.qos` per consumer; for classic queues also the most messages the driver "
         "holds unacked per queue",
         details="1–1048560. Classic queues in a stream: how many messages the driver holds unacked "
         "per queue, hence the largest batch; one AMQP consumer may have at most 65535, so a "
         "larger window is shared by several consumers on the queue's channel (`basic.qos` of "
         "`prefetch / consumers` each; their deliveries share the channel's delivery tags, so "
-        "offsets and acks are unchanged). Stream queues and batch reads: `basic.qos` of each "
-        "consumer, at most 65535.",
+        "offsets and acks are unchanged). Not set, a classic stream chooses each queue's window "
+        "from the body sizes it sees: up to 40000 messages, within 128 MiB of driver memory for "
+        "the query's queues together (a held delivery counted as 400 B plus 1.5 times its body, "
+        "the batch's Arrow copy included): 100 B messages get 40000, 10 KB 8,715, 1 MB 89 "
+        "(see Batch size). Stream queues and batch reads: `basic.qos` of each consumer, at most "
+        "65535 (default 10000).",
     )
     max_messages_per_trigger: int | None = option(
         "maxMessagesPerTrigger",
         integers(1),
-        default_doc="classic: `prefetch / 2` per queue; stream: none",
+        default_doc="classic: half the window (`prefetch / 2`) per queue; stream: none",
         doc="rows per micro-batch at most (admission control, `ReadMaxRows`)",
         details="rows per micro-batch at most (Spark admission control, `ReadMaxRows`). In a batch "
         "read of classic queues: messages read per queue at most.",
@@ -234,7 +240,7 @@ class SourceOptions:
         "messages are there, or once `maxTriggerDelay` passed since the last batch, whichever "
         "comes first (Spark's `ReadMinRows`). Ignored by AvailableNow and once runs, which read "
         "what there is. The minimum is compared with the batch the other limits allow "
-        "(classic queues: `maxMessagesPerTrigger`, by default `prefetch / 2` per queue).",
+        "(classic queues: `maxMessagesPerTrigger`, by default half the window per queue).",
     )
     max_trigger_delay: float = option(
         "maxTriggerDelay",

@@ -86,7 +86,7 @@ def test_the_options_tables_of_readme_and_docs_are_made_from_the_declarations() 
 def test_the_readme_check_fails_on_a_stale_row(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    stale = text.replace("| `prefetch` | `10000` |", "| `prefetch` | `500` |")
+    stale = text.replace("| `pollTimeoutMs` | `2000` |", "| `pollTimeoutMs` | `500` |")
     assert stale != text
     readme.write_text(stale, encoding="utf-8")
 
@@ -98,5 +98,5 @@ def test_the_readme_check_fails_on_a_stale_row(tmp_path: Path) -> None:
     )
 
     assert done.returncode == 1
-    assert "-| `prefetch` | `500` |" in done.stdout
-    assert "+| `prefetch` | `10000` |" in done.stdout
+    assert "-| `pollTimeoutMs` | `500` |" in done.stdout
+    assert "+| `pollTimeoutMs` | `2000` |" in done.stdout

@@ -252,7 +252,11 @@ def test_last_progress_shows_latest_offset_and_messages_waiting(
 ) -> None:
     queue = broker.new_queue()
     broker.publish(queue, bodies(9))
-    query = queries.start(options(broker, queue), queries.checkpoint(), lambda df, _: None)
+    # A window of all 9 from the start (the default one starts at one message and grows,
+    # so the depth asked when consuming starts would find the others still ready).
+    query = queries.start(
+        options(broker, queue, prefetch="100"), queries.checkpoint(), lambda df, _: None
+    )
     assert query.awaitTermination(120)
 
     source = query.lastProgress["sources"][0]

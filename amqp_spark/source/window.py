@@ -1,0 +1,82 @@
+"""How many unacked deliveries the driver holds per classic queue when ``prefetch`` is not set.
+
+The window (deliveries received, unacked until Spark commits their batch) bounds the batch:
+a micro-batch takes at most half of it, so that the broker keeps sending the other half
+while Spark processes the batch. Two costs pull it in opposite directions:
+
+* Spark's cost per micro-batch is large next to its cost per row (about a quarter to half a
+  CPU-second of the JVM per batch against ~25 µs per row for the whole pipeline, see
+  docs/source.md), so small batches waste the machine: batches of 5,000 rows (the old
+  default ``prefetch`` of 10000) paid that cost 60 times for 300,000 rows;
+* the broker's cost per message grows with the messages it holds unacked (RabbitMQ 4 most:
+  62.9 µs of CPU per message with a window of 131070, 41.1 with 40000);
+* the driver keeps every delivery of the window in memory, and the batch a second time as
+  Arrow bytes: a fixed count of messages is harmless at 100 B and ruinous at 1 MB.
+
+So by default the window is chosen per queue from the body sizes seen: as large as
+:data:`DEFAULT_WINDOW_MESSAGES`, but no more than :data:`DEFAULT_WINDOW_BYTES` (shared by the
+query's queues) of memory. AMQP 0-9-1 bounds deliveries in flight by count only (RabbitMQ
+refuses ``prefetch-size``), so the source learns the sizes first: it starts one consumer with
+a window of one message and adds consumers (``basic.qos`` then ``basic.consume``, each with its
+own prefetch) as the deliveries it has seen show how large the window may be, growing it at
+most :data:`GROWTH` times at each step. Should messages then grow, consumers are cancelled
+(newest first) while the driver holds more than its share of the budget.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
+
+#: The default window's count, per queue (batches of 20,000). Measured on RabbitMQ 4.0.5
+#: (300,000 x 100 B, AvailableNow into noop, per-process CPU, see docs/source.md): RabbitMQ's
+#: CPU per message grows with the unacked window (38.9 µs at 20000, 41.1 at 40000, 48.1 at
+#: 65535, 62.9 at 131070; 35.8 for the raw client), Spark's JVM per batch (29.7 µs per row
+#: in 30 batches, 12.4 in 15, 8.6 in 10): 40000 cost least in all and read fastest.
+DEFAULT_WINDOW_MESSAGES = 40_000
+#: What the default windows of one query may hold in the driver, all queues together.
+DEFAULT_WINDOW_BYTES = 128 * 2**20
+#: Memory of a held delivery besides its body (measured with tracemalloc: 317 B for a
+#: delivery without properties; properties and headers add to it).
+DELIVERY_OVERHEAD = 400
+#: By how much the window may grow at once: evidence of the sizes comes from deliveries
+#: already received, so the window is at most GROWTH times what the sizes were seen over.
+GROWTH = 16
+
+
+def message_cost(average_body: float) -> float:
+    """Driver memory per message of the window: the delivery, and half of it again as the
+    Arrow copy of a batch (a batch is at most half the window)."""
+    return DELIVERY_OVERHEAD + 1.5 * average_body
+
+
+@dataclass(frozen=True)
+class DefaultWindow:
+    """The window of one queue without ``prefetch``: at most ``max_messages`` deliveries and
+    ``budget_bytes`` of driver memory."""
+
+    budget_bytes: int
+    max_messages: int = DEFAULT_WINDOW_MESSAGES
+
+    @classmethod
+    def for_queues(cls, queues: int) -> DefaultWindow:
+        return cls(DEFAULT_WINDOW_BYTES // max(1, queues))
+
+    def target(self, average_body: float) -> int:
+        """The window for messages of this average body size, in messages (at least one)."""
+        by_bytes = int(self.budget_bytes // message_cost(average_body))
+        return max(1, min(self.max_messages, by_bytes))
+
+    def next_share(self, window: int, seen: int, average_body: float) -> int:
+        """The prefetch of the consumer to add to a window of ``window`` after ``seen``
+        deliveries with bodies of ``average_body`` bytes; 0 when it should not grow (yet).
+        It grows only once as many deliveries were seen as it holds, by at most GROWTH times."""
+        if seen < window:
+            return 0
+        wanted = min(self.target(average_body), window * GROWTH)
+        return min(max(0, wanted - window), CONSUMER_PREFETCH_MAX)
+
+    def over_budget(self, held_bytes: int, held: int) -> bool:
+        """Whether ``held`` deliveries of ``held_bytes`` body bytes exceed the memory budget."""
+        return held_bytes * 1.5 + held * DELIVERY_OVERHEAD > self.budget_bytes
