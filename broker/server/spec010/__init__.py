@@ -52,13 +52,15 @@ def _channel_handlers(
 
 
 def _counted(name: str, handler: ChannelHandler) -> ChannelHandler:
-    """``handler``, numbering the command (``DraftState.commands``) unless it is execution's."""
+    """``handler``, numbering the command (``DraftState.commands``) unless it is execution's,
+    its channel exceptions on a session's channel ending the session (``sessions``)."""
     if name.startswith("execution."):
         return handler
 
     def run(ch: Channel, m: Method) -> None:
         state_of(ch).commands += 1
-        handler(ch, m)
+        with sessions.errors_end_the_session(ch):
+            handler(ch, m)
 
     return run
 
@@ -74,7 +76,8 @@ def _not_implemented(ch: Channel, m: Method, properties: Properties, body: bytes
 
 def _publish(ch: Channel, m: Method, properties: Properties, body: bytes) -> None:
     state_of(ch).commands += 1
-    basic.basic_publish(ch, m, properties, body)  # type: ignore[arg-type]
+    with sessions.errors_end_the_session(ch):
+        basic.basic_publish(ch, m, properties, body)  # type: ignore[arg-type]
 
 
 class Spec010Dialect(Dialect):
