@@ -303,3 +303,24 @@ def test_tx_select_on_a_dtx_channel_is_503(peer: Peer) -> None:
     peer.send(1, "dtx-demarcation.select")
     peer.send(1, "tx.select")
     assert peer.error(1) == ("connection", 503)
+
+
+def test_a_commit_from_another_connection_frees_the_consumers_prefetch(
+    peer_factory: Callable[..., Peer], name: str, xid: bytes
+) -> None:
+    """The ack in the branch settles at the commit another connection sends: until then
+    the consumer's prefetch of 1 holds the next delivery back."""
+    worker, coordinator = _peer(peer_factory), _peer(peer_factory)
+    worker.call(1, "queue.declare", queue=name)
+    for body in (b"first", b"second"):
+        worker.send_content(1, "basic.publish", body, exchange="", routing_key=name)
+    worker.send(1, "basic.qos", prefetch_count=1)
+    worker.call(1, "basic.consume", queue=name)
+    first = worker.expect(1, "basic.deliver")
+    worker.send(1, "dtx-demarcation.select")
+    assert _start(worker, xid) == XA_OK
+    worker.send(1, "basic.ack", delivery_tag=first.method.delivery_tag)
+    assert _end(worker, xid) == XA_OK
+    worker.nothing(1, "basic.deliver")
+    assert _commit(coordinator, xid) == XA_OK
+    assert bytes(worker.expect(1, "basic.deliver").body) == b"second"

@@ -59,6 +59,9 @@ class Branch:
     is associated with (None: ended or suspended), and where it is in the XA grammar."""
 
     xid: bytes
+    #: the channel that started or resumed the branch last: its deliveries are settled
+    #: there (a delivery counts against the prefetch of the channel it went to)
+    origin: Channel
     work: tx.Transaction = field(default_factory=tx.Transaction)
     channel: Channel | None = None
     suspended: bool = False
@@ -123,8 +126,8 @@ class Branches:
         elif branch is not None:
             raise errors.NotAllowed(f"NOT_ALLOWED - xid {m.xid!r} is already known")
         else:
-            branch = self._branches[key] = Branch(m.xid)
-        branch.channel = ch
+            branch = self._branches[key] = Branch(m.xid, ch)
+        branch.channel = branch.origin = ch
         state.tx = branch.work
         ch.send(DtxDemarcationStartOk(status=XA_RBROLLBACK if branch.rollback_only else XA_OK))
 
@@ -153,11 +156,12 @@ class Branches:
                 branch.rollback_only = True
 
     def _roll_back(self, ch: Channel, branch: Branch) -> None:
-        """Drop the branch's publishes and requeue what it consumed."""
+        """Drop the branch's publishes and requeue what it consumed (``ch``: the channel
+        that rolls it back)."""
         del self._branches[self._key(ch, branch.xid)]
         acks = [item for _, item in branch.work.acks]
         if acks:
-            ch.settle("requeue", acks)
+            branch.origin.settle("requeue", acks)
 
     def prepare(self, ch: Channel, m: DtxCoordinationPrepare) -> None:
         branch = self._disassociated(ch, m.xid)
@@ -185,7 +189,7 @@ class Branches:
             ch.send(DtxCoordinationCommitOk(status=XA_RBROLLBACK))
             return
         del self._branches[self._key(ch, m.xid)]
-        tx.carry_out(ch, branch.work)
+        tx.carry_out(ch, branch.work, took=branch.origin)
         ch.send(DtxCoordinationCommitOk(status=XA_OK))
 
     def rollback(self, ch: Channel, m: DtxCoordinationRollback) -> None:

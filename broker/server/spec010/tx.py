@@ -72,15 +72,16 @@ def _commit(ch: Channel, m: object) -> None:
     carry_out(ch, _open(ch))
 
 
-def carry_out(ch: Channel, transaction: Transaction) -> None:
-    """Publish a transaction's held publishes and settle its acknowledgements (tx.commit,
-    and the commit of a dtx branch)."""
+def carry_out(ch: Channel, transaction: Transaction, took: Channel | None = None) -> None:
+    """Publish a transaction's held publishes on ``ch`` and settle its acknowledgements on
+    ``took``, the channel the deliveries were taken from (default ``ch``): tx.commit, and
+    the commit of a dtx branch from any channel."""
     publishes, transaction.publishes = transaction.publishes, []
     acks, transaction.acks = transaction.acks, []
     for exchange, routing_key, properties, body in publishes:
         publish_now(ch, exchange, routing_key, properties, body)
     if acks:
-        ch.settle("ack", [item for _, item in acks])
+        (took or ch).settle("ack", [item for _, item in acks])
 
 
 def _rollback(ch: Channel, m: object) -> None:
