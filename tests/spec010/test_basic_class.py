@@ -131,10 +131,10 @@ def test_basic_qos_prefetch_count_holds_back_deliveries_until_an_ack(peer: Peer,
 def test_unimplemented_method_is_540_naming_it(peer_factory: Callable[..., Peer]) -> None:
     peer = peer_factory()
     peer.open_channel(1)
-    peer.send(1, "dtx-demarcation.select")
+    peer.send(1, "file.qos")
     close = peer.expect(0, "connection.close").method
     assert close.reply_code == 540
-    assert "dtx-demarcation.select" in close.reply_text
+    assert "file.qos" in close.reply_text
 
 
 def test_unimplemented_content_method_is_540_naming_it(peer_factory: Callable[..., Peer]) -> None:

@@ -155,7 +155,7 @@ def test_rule_message_open_reference_duplicate_reference_is_an_error(
     peer = _session(peer_factory, name)
     peer.send(1, "message.open", reference=b"r")
     peer.send(1, "message.open", reference=b"r")
-    assert peer.error(1) == ("channel", 406)
+    assert peer.expect(1, "session.closed").method.reply_code == 406
 
 
 def test_rule_message_append_reference_non_existent_reference_is_an_error(
@@ -163,4 +163,4 @@ def test_rule_message_append_reference_non_existent_reference_is_an_error(
 ) -> None:
     peer = _session(peer_factory, name)
     peer.send(1, "message.append", reference=b"never", bytes=b"x")
-    assert peer.error(1) == ("channel", 404)
+    assert peer.expect(1, "session.closed").method.reply_code == 404

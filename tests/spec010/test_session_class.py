@@ -150,3 +150,22 @@ def test_request_frames_are_540_naming_them(peer_factory: Callable[..., Peer]) -
     peer.sock.sendall(peer.proto.send_request(1, peer.method("session.ping"), request_id=1))
     close = peer.expect(0, "connection.close").method
     assert close.reply_code == 540 and "frame-request" in close.reply_text
+
+
+def test_a_channel_exception_on_a_session_ends_it_with_session_closed_carrying_the_code(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    """session.close: "session.closed is also used for asynchronous exception notifications"."""
+    peer = peer_factory()
+    session = _open_session(peer)
+    _queue_with(peer, 1, name, b"held")
+    peer.send(1, "basic.get", queue=name)
+    peer.expect(1, "basic.get-ok")
+    peer.send(1, "queue.declare", queue=name + "-missing", passive=True)
+    closed = peer.expect(1, "session.closed").method
+    assert closed.reply_code == 404 and name + "-missing" in closed.reply_text
+    # the channel is free for a new session; the old one is gone, its delivery requeued
+    _open_session(peer)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
+    peer.send(2, "session.resume", session_id=session)
+    assert peer.error(2) == ("channel", 404)

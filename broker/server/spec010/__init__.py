@@ -4,7 +4,7 @@ the dialect ``Spec010Dialect``.
 Its channels use the same virtual hosts, exchanges, queues and messages as 0-9-1's and 0-9's.
 The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow,
 queue.purge/delete, basic.reject), and this package's where the draft differs
-(``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``). A method
+(``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``, ``dtx``). A method
 with no handler is answered 540 not-implemented, naming it (``ServerChannel.handle``);
 docs/conformance-0-10.md lists what is implemented.
 """
@@ -19,7 +19,7 @@ from amqp_protocol import SPEC_0_10, Method, Properties, errors, events
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, Dialect
-from . import basic, declarations, message, queries, sessions, tx
+from . import basic, declarations, dtx, message, queries, sessions, tx
 from .state import DraftState, state_of
 
 _C = TypeVar("_C", bound=Channel)
@@ -36,26 +36,31 @@ _FROM_CORE = (
 )
 
 
-def _channel_handlers(session_handlers: dict[str, ChannelHandler]) -> dict[str, ChannelHandler]:
+def _channel_handlers(
+    session_handlers: dict[str, ChannelHandler], dtx_handlers: dict[str, ChannelHandler]
+) -> dict[str, ChannelHandler]:
     table = {name: CORE_HANDLERS[name] for name in _FROM_CORE}
     table.update(declarations.HANDLERS)
     table.update(basic.HANDLERS)
     table.update(queries.HANDLERS)
     table.update(message.HANDLERS)
     table.update(tx.HANDLERS)
+    table.update(dtx_handlers)
     table = {name: _counted(name, handler) for name, handler in table.items()}
     table.update(session_handlers)
     return table
 
 
 def _counted(name: str, handler: ChannelHandler) -> ChannelHandler:
-    """``handler``, numbering the command (``DraftState.commands``) unless it is execution's."""
+    """``handler``, numbering the command (``DraftState.commands``) unless it is execution's,
+    its channel exceptions on a session's channel ending the session (``sessions``)."""
     if name.startswith("execution."):
         return handler
 
     def run(ch: Channel, m: Method) -> None:
         state_of(ch).commands += 1
-        handler(ch, m)
+        with sessions.errors_end_the_session(ch):
+            handler(ch, m)
 
     return run
 
@@ -71,7 +76,8 @@ def _not_implemented(ch: Channel, m: Method, properties: Properties, body: bytes
 
 def _publish(ch: Channel, m: Method, properties: Properties, body: bytes) -> None:
     state_of(ch).commands += 1
-    basic.basic_publish(ch, m, properties, body)  # type: ignore[arg-type]
+    with sessions.errors_end_the_session(ch):
+        basic.basic_publish(ch, m, properties, body)  # type: ignore[arg-type]
 
 
 class Spec010Dialect(Dialect):
@@ -81,9 +87,11 @@ class Spec010Dialect(Dialect):
         #: the sessions of every 0-10 connection of the server (a session outlives its
         #: connection while suspended)
         self.sessions = sessions.Sessions()
+        #: the dtx branches of the server's 0-10 channels (a branch outlives its channel)
+        self.branches = dtx.Branches()
         super().__init__(
             SPEC_0_10,
-            _channel_handlers(self.sessions.handlers()),
+            _channel_handlers(self.sessions.handlers(), self.branches.handlers()),
             {
                 "basic.publish": _publish,
                 **dict.fromkeys(_CONTENT_NOT_IMPLEMENTED, _not_implemented),
@@ -94,6 +102,7 @@ class Spec010Dialect(Dialect):
         return DraftState()
 
     def channel_closing(self, channel: Channel) -> None:
+        self.branches.closing(channel)
         tx.closing(channel)
         self.sessions.ended(channel)
 

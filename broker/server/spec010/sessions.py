@@ -19,13 +19,15 @@ session is active). Over TCP frames arrive in order, so a session.high-water-mar
 answered by a session.ack of that mark, and session.solicit-ack by a session.ack of the
 last mark the client announced (the draft does not define frame-ids further). The client's
 session.ack acknowledges the server's deliveries on the channel by number (their delivery
-tags: see ``message``).
+tags: see ``message``). A channel exception on a session's channel ends the session with
+session.closed carrying the code (``errors_end_the_session``).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar, cast
 
 from amqp_protocol import errors
@@ -94,9 +96,7 @@ class Sessions:
 
     def close(self, ch: Channel, m: object) -> None:
         _session_of(ch, "session.close")
-        ch.teardown()
-        ch.send(ch.conn.spec.method("session.closed")(reply_code=200, reply_text="ok"))
-        ch.conn.forget_channel(ch.id)
+        _end(ch, 200, "ok")
 
     def closed(self, ch: Channel, m: object) -> None:
         """The client's session.closed: the session ends, nothing is answered."""
@@ -125,6 +125,28 @@ class Sessions:
             "session.high-water-mark": _high_water_mark,
             "session.solicit-ack": _solicit_ack,
         }
+
+
+def _end(ch: Channel, reply_code: int, reply_text: str) -> None:
+    """The session ends: its channel is torn down and session.closed says why."""
+    ch.teardown()
+    closed = ch.conn.spec.method("session.closed")(reply_code=reply_code, reply_text=reply_text)
+    ch.send(closed)
+    ch.conn.forget_channel(ch.id)
+
+
+@contextmanager
+def errors_end_the_session(ch: Channel) -> Iterator[None]:
+    """A channel exception (a soft error) on a session's channel ends the session with
+    session.closed carrying its code and text, which the draft uses "for asynchronous
+    exception notifications" (session.close); hard errors still close the connection, and a
+    channel opened by channel.open still gets channel.close (the core's)."""
+    try:
+        yield
+    except errors.AMQPError as err:
+        if err.hard or state_of(ch).session is None:
+            raise
+        _end(ch, err.reply_code, err.reply_text)
 
 
 def opened(

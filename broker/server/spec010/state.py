@@ -41,8 +41,12 @@ class DraftState:
     #: transfers whose body is an open reference, published when it closes:
     #: reference -> [(exchange, routing key, basic properties)]
     held: dict[str, list[tuple[str, str, Any]]] = field(default_factory=dict)
-    #: the open transaction (tx.select; None: not transactional)
+    #: the open transaction (tx.select, or the dtx branch associated with the channel;
+    #: None: not transactional)
     tx: Any = None
+    #: dtx-demarcation.select was received; a dtx-coordination.recover scan is open
+    dtx_selected: bool = False
+    dtx_scanning: bool = False
 
 
 def state_of(ch: Channel) -> DraftState:

@@ -54,25 +54,34 @@ def _basic_ack(ch: Channel, m: BasicAck) -> None:
 
 def _select(ch: Channel, m: object) -> None:
     state = state_of(ch)
+    if state.dtx_selected:
+        raise errors.CommandInvalid("COMMAND_INVALID - the channel has selected dtx")
     if state.tx is None:
         state.tx = Transaction()
 
 
 def _open(ch: Channel) -> Transaction:
-    transaction = state_of(ch).tx
-    if transaction is None:
+    state = state_of(ch)
+    transaction = state.tx
+    if transaction is None or state.dtx_selected:  # a dtx branch's work is not tx's
         raise errors.PreconditionFailed("PRECONDITION_FAILED - channel is not transactional")
     return transaction
 
 
 def _commit(ch: Channel, m: object) -> None:
-    transaction = _open(ch)
+    carry_out(ch, _open(ch))
+
+
+def carry_out(ch: Channel, transaction: Transaction, took: Channel | None = None) -> None:
+    """Publish a transaction's held publishes on ``ch`` and settle its acknowledgements on
+    ``took``, the channel the deliveries were taken from (default ``ch``): tx.commit, and
+    the commit of a dtx branch from any channel."""
     publishes, transaction.publishes = transaction.publishes, []
     acks, transaction.acks = transaction.acks, []
     for exchange, routing_key, properties, body in publishes:
         publish_now(ch, exchange, routing_key, properties, body)
     if acks:
-        ch.settle("ack", [item for _, item in acks])
+        (took or ch).settle("ack", [item for _, item in acks])
 
 
 def _rollback(ch: Channel, m: object) -> None:
