@@ -66,6 +66,10 @@ class Dialect:
         self.channel_handlers = channel_handlers
         self.content_handlers = content_handlers
 
+    def register_contents(self) -> None:
+        """Tell the store how to encode and recover this dialect's content classes other than
+        basic; the server calls it before it recovers the journal."""
+
     def channel_state(self) -> object:
         """What a new channel keeps for this dialect (``Channel.dialect_state``)."""
         return None
@@ -129,6 +133,11 @@ class Dialects:
     @property
     def specs(self) -> tuple[Spec, ...]:
         return tuple(d.spec for d in self._dialects)
+
+    def register_contents(self) -> None:
+        """Each dialect's ``register_contents``."""
+        for dialect in self._dialects:
+            dialect.register_contents()
 
     def of(self, spec: Spec) -> Dialect:
         """The dialect of the version a protocol header negotiated."""
