@@ -52,6 +52,9 @@ class Dialect:
     #: The dialect's basic.publish handler deals with the immediate flag (and calls the
     #: core's ``basic_publish`` once a consumer is ready); else the core refuses it.
     honours_immediate = False
+    #: A new classic queue refuses ``x-delivery-limit`` (as RabbitMQ does over 0-9-1); else
+    #: the limit applies (rule basic.deliver:01 of 0-9).
+    refuses_classic_delivery_limit = False
     #: Checked before each delivery to a consumer that acknowledges, after the core's own
     #: limits (None: nothing more to check).
     delivery_limit: Callable[[Channel], bool] | None = None
