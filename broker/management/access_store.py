@@ -11,10 +11,10 @@ from ..store.persistence import DurableStore
 from ..store.topology import PermissionDef, TopicPermissionDef, UserDef
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 
-def save_access(broker: BrokerServer) -> None:
+def save_access(broker: ManagedBroker) -> None:
     """Write the configuration's users, permissions and vhosts over the stored ones."""
     store = broker.store
     if not isinstance(store, DurableStore):

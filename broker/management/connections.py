@@ -30,7 +30,7 @@ def connection_name(conn: Connection) -> str:
     return _name(conn.snapshot())
 
 
-def _name(view: ConnectionSnapshot) -> str:
+def _name(view: ConnectionSnapshot[object]) -> str:
     return f"{view.peer[0]}:{view.peer[1]} -> {view.local[0]}:{view.local[1]}"
 
 

@@ -1,5 +1,5 @@
-"""Where handlers find the broker: the application holds the ``BrokerServer`` and the
-management plane's own state."""
+"""Where handlers find the broker: the application holds the broker (a ``ManagedBroker``: the
+``BrokerServer``) and the management plane's own state."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
     from .rates import RateSampler
 
-BROKER: web.AppKey[BrokerServer] = web.AppKey("broker")
+BROKER: web.AppKey[ManagedBroker] = web.AppKey("broker")
 SAMPLER: web.AppKey[RateSampler] = web.AppKey("sampler")
 
 
-def broker_of(request: web.Request) -> BrokerServer:
+def broker_of(request: web.Request) -> ManagedBroker:
     return request.app[BROKER]
 
 

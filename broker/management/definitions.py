@@ -13,9 +13,9 @@ from typing import Any
 
 from aiohttp import web
 
-from .. import __version__
 from ..model.queues import Queue
 from ..model.vhost import VirtualHost
+from ..version import __version__
 from .access_store import save_access
 from .auth import require_tag, vhost_for
 from .bindings import bindings_in

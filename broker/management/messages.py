@@ -17,7 +17,7 @@ from .responses import bad_request, integer, table, text
 
 if TYPE_CHECKING:
     from ..model.vhost import VirtualHost
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 BasicProperties = SPEC_0_9_1.properties("basic")
 _PROPERTY_NAMES = frozenset(BasicProperties().fields()) - {"reserved"}
@@ -55,7 +55,7 @@ def payload_from(body: dict[str, Any]) -> bytes:
 
 
 def publish(
-    broker: BrokerServer, vhost: VirtualHost, exchange: Exchange, body: dict[str, Any]
+    broker: ManagedBroker, vhost: VirtualHost, exchange: Exchange, body: dict[str, Any]
 ) -> bool:
     """Route a message as basic.publish routes it; True if it reached a queue."""
     if exchange.internal:
@@ -97,7 +97,7 @@ def _encoded(payload: bytes, encoding: str, truncate: int | None) -> dict[str, A
     return {"payload": base64.b64encode(shown).decode(), "payload_encoding": "base64"}
 
 
-def get(broker: BrokerServer, queue: Queue, body: dict[str, Any]) -> list[dict[str, Any]]:
+def get(broker: ManagedBroker, queue: Queue, body: dict[str, Any]) -> list[dict[str, Any]]:
     """Take up to ``count`` messages as basic.get does, then ack, reject or requeue them
     all as ``ackmode`` says (requeued ones come back redelivered, as in RabbitMQ)."""
     count = integer(body, "count", 1, minimum=1)

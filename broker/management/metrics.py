@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from .. import __version__
+from ..version import __version__
 from .context import broker_of
 from .node import RABBITMQ_VERSION, node_name, resident_memory
 from .rates import counts_of, depths, overall_stats
@@ -22,7 +22,7 @@ from .rates import counts_of, depths, overall_stats
 if TYPE_CHECKING:
     from ..model.queues import Queue
     from ..model.vhost import VirtualHost
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 PROTOCOL = {"protocol": "amqp091"}
 #: global counter name suffix -> the ``MessageStats`` count it reports
@@ -48,7 +48,7 @@ QUEUE_GAUGES = {
 
 
 class BrokerCollector(Collector):
-    def __init__(self, broker: BrokerServer, per_object: bool) -> None:
+    def __init__(self, broker: ManagedBroker, per_object: bool) -> None:
         self.broker = broker
         self.per_object = per_object
 
@@ -125,7 +125,7 @@ def _gauge(name: str, help_text: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, help_text, value=value)
 
 
-def exposition(broker: BrokerServer, per_object: bool) -> bytes:
+def exposition(broker: ManagedBroker, per_object: bool) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker, per_object))
     return generate_latest(registry)

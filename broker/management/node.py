@@ -10,10 +10,10 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from ..version import __version__
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 #: The RabbitMQ release whose behaviour the broker follows; tools read it from here to know
 #: which API they speak to (``product_name``/``product_version`` name this broker).
@@ -46,7 +46,7 @@ def versions() -> dict[str, str]:
     }
 
 
-def listeners(broker: BrokerServer) -> list[dict[str, Any]]:
+def listeners(broker: ManagedBroker) -> list[dict[str, Any]]:
     node = node_name()
     found = [("amqp", broker.config.host, broker.port)]
     if broker.tls_port:
@@ -61,7 +61,7 @@ def listeners(broker: BrokerServer) -> list[dict[str, Any]]:
     ]
 
 
-def alarms(broker: BrokerServer) -> list[dict[str, str]]:
+def alarms(broker: ManagedBroker) -> list[dict[str, str]]:
     """The resource alarms in effect, as /api/health/checks/alarms lists them."""
     found = []
     if broker.memory.blocked:
@@ -71,7 +71,7 @@ def alarms(broker: BrokerServer) -> list[dict[str, str]]:
     return found
 
 
-def disk_free(broker: BrokerServer) -> int:
+def disk_free(broker: ManagedBroker) -> int:
     path = broker.config.data_dir or "."
     try:
         st = os.statvfs(path)
@@ -80,7 +80,7 @@ def disk_free(broker: BrokerServer) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def fd_counts(broker: BrokerServer) -> dict[str, int]:
+def fd_counts(broker: ManagedBroker) -> dict[str, int]:
     """File descriptors in use and allowed (RabbitMQ's ``fd_used``, ``fd_total``), when the
     broker knows its limit (``open_files_limit``); nothing otherwise."""
     total = getattr(broker, "open_files_limit", None)
@@ -93,7 +93,7 @@ def fd_counts(broker: BrokerServer) -> dict[str, int]:
     return {"fd_used": used, "fd_total": total}
 
 
-def node_info(broker: BrokerServer) -> dict[str, Any]:
+def node_info(broker: ManagedBroker) -> dict[str, Any]:
     return {
         "name": node_name(),
         "type": "disc",

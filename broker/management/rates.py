@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 from ..model.stats import FIELDS, MessageStats
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from ..server.channel import ServerChannel
     from ..server.connection_view import ConnectionSnapshot
+    from .managed import ManagedBroker
 
 Counts = dict[str, int]
 Sample = tuple[float, tuple[int, ...]]
@@ -53,7 +54,7 @@ def counts_of(stats: MessageStats) -> Counts:
     return counts
 
 
-def connection_stats(view: ConnectionSnapshot) -> MessageStats:
+def connection_stats(view: ConnectionSnapshot[ServerChannel]) -> MessageStats:
     """A connection's counts: its closed channels' and its open ones'."""
     total = MessageStats()
     total.add(view.stats)
@@ -62,7 +63,7 @@ def connection_stats(view: ConnectionSnapshot) -> MessageStats:
     return total
 
 
-def overall_stats(server: BrokerServer) -> MessageStats:
+def overall_stats(server: ManagedBroker) -> MessageStats:
     """The broker's counts since it started: closed connections' and open ones'."""
     total = MessageStats()
     total.add(server.closed_stats)
@@ -112,12 +113,12 @@ class RateSampler:
         rates["deliver_get"] = round(sum(rates[k] for k in _DELIVER_GET), 1)
         return rates
 
-    def tick(self, server: BrokerServer, now: float) -> None:
+    def tick(self, server: ManagedBroker, now: float) -> None:
         """Sample everything at once, at time ``now`` (``steps`` spreads the same work)."""
         for _ in self.steps(server, lambda: now):
             pass
 
-    def steps(self, server: BrokerServer, clock: Callable[[], float]) -> Iterator[None]:
+    def steps(self, server: ManagedBroker, clock: Callable[[], float]) -> Iterator[None]:
         """Sample every queue, exchange, channel and connection, each vhost and the broker,
         pausing (yielding) after every ``STEP`` objects so that the caller can let the event
         loop serve connections in between; each object's sample is timed by ``clock``

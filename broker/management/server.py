@@ -37,7 +37,7 @@ from .rates import INTERVAL, RateSampler
 from .responses import ApiError, from_amqp
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 log = logging.getLogger("broker.management")
 
@@ -68,7 +68,7 @@ async def rabbitmq_errors(
         return ApiError(405, "Method Not Allowed", reason).response()
 
 
-def build_app(broker: BrokerServer, sampler: RateSampler) -> web.Application:
+def build_app(broker: ManagedBroker, sampler: RateSampler) -> web.Application:
     app = web.Application(
         middlewares=[rabbitmq_errors, api_auth],
         client_max_size=broker.config.management.max_body,
@@ -110,7 +110,7 @@ async def _listen(
 
 
 class ManagementServer:
-    def __init__(self, broker: BrokerServer) -> None:
+    def __init__(self, broker: ManagedBroker) -> None:
         self.broker = broker
         self.config = broker.config.management
         self.sampler = RateSampler()

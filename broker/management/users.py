@@ -26,7 +26,7 @@ from .responses import (
 )
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 HASHING_ALGORITHM = "rabbit_password_hashing_sha256"
 
@@ -50,7 +50,7 @@ def parse_tags(value: Any) -> list[str]:
     bad_request(f"tags={value!r}: a comma-separated string or a list of strings")
 
 
-def put_user_from(broker: BrokerServer, name: str, body: dict[str, Any]) -> bool:
+def put_user_from(broker: ManagedBroker, name: str, body: dict[str, Any]) -> bool:
     """Create or change a user from a PUT body or a definitions entry; True if it existed."""
     if not name:
         bad_request("a user needs a name")
@@ -74,7 +74,7 @@ def put_user_from(broker: BrokerServer, name: str, body: dict[str, Any]) -> bool
     return existing is not None
 
 
-def set_permission(broker: BrokerServer, vhost: str, user_name: str, body: dict[str, Any]) -> bool:
+def set_permission(broker: ManagedBroker, vhost: str, user_name: str, body: dict[str, Any]) -> bool:
     user = _user(broker, user_name)
     if vhost not in broker.vhosts:
         bad_request(f"vhost '{vhost}' does not exist")
@@ -88,7 +88,7 @@ def set_permission(broker: BrokerServer, vhost: str, user_name: str, body: dict[
 
 
 def set_topic_permission(
-    broker: BrokerServer, vhost: str, user_name: str, body: dict[str, Any]
+    broker: ManagedBroker, vhost: str, user_name: str, body: dict[str, Any]
 ) -> bool:
     _user(broker, user_name)
     if vhost not in broker.vhosts:
@@ -104,14 +104,14 @@ def set_topic_permission(
     return existed
 
 
-def _user(broker: BrokerServer, name: str) -> User:
+def _user(broker: ManagedBroker, name: str) -> User:
     user = broker.config.users.get(name)
     if user is None:
         not_found()
     return user
 
 
-def permissions_list(broker: BrokerServer) -> list[dict[str, Any]]:
+def permissions_list(broker: ManagedBroker) -> list[dict[str, Any]]:
     return [
         {"user": u.name, "vhost": v, "configure": p.configure, "write": p.write, "read": p.read}
         for u in broker.config.users.values()
@@ -119,14 +119,14 @@ def permissions_list(broker: BrokerServer) -> list[dict[str, Any]]:
     ]
 
 
-def topic_permissions_list(broker: BrokerServer) -> list[dict[str, Any]]:
+def topic_permissions_list(broker: ManagedBroker) -> list[dict[str, Any]]:
     return [
         {"user": u, "vhost": v, "exchange": e, "write": p.write, "read": p.read}
         for (u, v, e), p in broker.config.topic_permissions.items()
     ]
 
 
-def delete_user_named(broker: BrokerServer, name: str) -> None:
+def delete_user_named(broker: ManagedBroker, name: str) -> None:
     """The user goes with its permissions; its open connections are closed."""
     _user(broker, name)
     del broker.config.users[name]
@@ -214,7 +214,7 @@ async def get_permission(request: web.Request) -> web.Response:
 
 
 async def _put_for_vhost_user(
-    request: web.Request, setter: Callable[[BrokerServer, str, str, dict[str, Any]], bool]
+    request: web.Request, setter: Callable[[ManagedBroker, str, str, dict[str, Any]], bool]
 ) -> web.Response:
     """PUT of a permission or topic permission of the path's vhost and user."""
     require_tag(request, "administrator")

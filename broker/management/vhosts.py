@@ -18,7 +18,7 @@ from .rates import queue_totals, with_details
 from .responses import bad_request, created, json_response, no_content, read_json
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from .managed import ManagedBroker
 
 #: connection.close's reply to the connections of a vhost deleted here.
 VHOST_DELETED = "CONNECTION_FORCED - vhost '{}' is deleted"
@@ -38,7 +38,7 @@ def vhost_info(request: web.Request, vhost: VirtualHost) -> dict[str, Any]:
     }
 
 
-def add_vhost(broker: BrokerServer, name: str) -> bool:
+def add_vhost(broker: ManagedBroker, name: str) -> bool:
     """Create ``name`` unless it exists; True if it existed."""
     if name in broker.vhosts:
         return True
@@ -51,7 +51,7 @@ def add_vhost(broker: BrokerServer, name: str) -> bool:
     return False
 
 
-def delete_vhost(broker: BrokerServer, vhost: VirtualHost) -> None:
+def delete_vhost(broker: ManagedBroker, vhost: VirtualHost) -> None:
     """Close its connections, delete its queues and exchanges, forget its permissions."""
     for conn in list(broker.connections):
         if conn.vhost is vhost:

@@ -257,8 +257,11 @@ class VirtualHost:
         exclusive: bool = False,
         auto_delete: bool = False,
         arguments: dict[str, Any] | None = None,
+        classic_refuses_delivery_limit: bool = False,
     ) -> Queue:
-        """``owner`` is the declaring connection (it owns the queue if ``exclusive``)."""
+        """``owner`` is the declaring connection (it owns the queue if ``exclusive``); with
+        ``classic_refuses_delivery_limit`` (RabbitMQ's 0-9-1, see ``refuse_delivery_limit``),
+        a new classic queue refuses ``x-delivery-limit``."""
         arguments = arguments or {}
         if passive:
             q = self.queue(name, owner)
@@ -284,7 +287,7 @@ class VirtualHost:
             raise errors.PreconditionFailed(
                 f"PRECONDITION_FAILED - unsupported queue type '{arguments.get('x-queue-type')}'"
             )
-        if factory is Queue and _speaks_0_9_1(owner):
+        if factory is Queue and classic_refuses_delivery_limit:
             refuse_delivery_limit(name, self.name, arguments)
         if "x-queue-type" not in arguments:
             # RabbitMQ 4.0 stamps the type into the arguments of every queue declared
@@ -545,10 +548,3 @@ def dead_lettered(
     fields["expiration"] = None
     props = type(props)(**fields)
     return Message(exchange, routing_key, props, message.body, blind_keys=blind_keys)
-
-
-def _speaks_0_9_1(owner: object) -> bool:
-    """True if the declaring connection (a queue's ``owner``) speaks AMQP 0-9-1; recovery
-    declares with none."""
-    spec = getattr(owner, "spec", None)
-    return spec is not None and tuple(spec.version) >= (0, 9, 1)

@@ -139,7 +139,7 @@ class Connection(Protocol):
 
     def abort(self) -> None: ...
 
-    def snapshot(self) -> ConnectionSnapshot:
+    def snapshot(self) -> ConnectionSnapshot[Channel]:
         """What the management API reads of the connection, read-only."""
         ...
 

@@ -69,6 +69,7 @@ class BrokerServer:
         self.dialects = Dialects(
             RabbitMQDialect(), Spec09Dialect(SPEC_0_9), Spec09Dialect(SPEC_0_8), Spec010Dialect()
         )
+        self.dialects.register_contents()  # before recovery reads their journaled messages
         self._accept_guard: descriptors.AcceptGuard | None = None
         self.memory = MemoryGauge(config.memory_high_watermark)
         self.memory.on_change = self._memory_changed

@@ -309,6 +309,7 @@ class ServerChannel:
             exclusive=m.exclusive,
             auto_delete=auto_delete,
             arguments=m.arguments,
+            classic_refuses_delivery_limit=self.dialect.refuses_classic_delivery_limit,
         )
         self.last_queue = q.name
         return q

@@ -33,13 +33,14 @@ from amqp_protocol.generated.any_version import (
     ConnectionUpdateSecret,
 )
 
-from .. import __version__, tls
+from .. import tls
 from ..access import Access
 from ..auth import EXTERNAL, offered_mechanisms, parse_response
 from ..config import User
 from ..model.message import Message
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
+from ..version import __version__
 from .abc import Server
 from .channel import ServerChannel
 from .connection_view import ConnectionSnapshot, address
@@ -469,7 +470,7 @@ class AMQPConnection(asyncio.Protocol):
         )
         self.send_method(channel_id, close)
 
-    def snapshot(self) -> ConnectionSnapshot:
+    def snapshot(self) -> ConnectionSnapshot[ServerChannel]:
         """A read-only view of this connection for the management API."""
         transport = self.transport
         return ConnectionSnapshot(

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from ..model.stats import MessageStats
-    from .channel import ServerChannel
+
+#: The type of its channels (``ServerChannel``; ``abc.Channel`` for the dialects' view):
+#: a parameter, so that this module imports no channel module (which imports it back).
+_C = TypeVar("_C", covariant=True)
 
 
 @dataclass(frozen=True)
-class ConnectionSnapshot:
+class ConnectionSnapshot(Generic[_C]):
     #: past connection.open and not closed: the connections RabbitMQ lists
     open: bool
     #: its publishers are held by the memory alarm
@@ -32,7 +35,7 @@ class ConnectionSnapshot:
     connected_at: float
     client_properties: dict[str, Any]
     #: the open channels
-    channels: tuple[ServerChannel, ...]
+    channels: tuple[_C, ...]
     #: the counts of its closed channels (each open channel has its own)
     stats: MessageStats
 

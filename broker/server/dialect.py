@@ -52,6 +52,9 @@ class Dialect:
     #: The dialect's basic.publish handler deals with the immediate flag (and calls the
     #: core's ``basic_publish`` once a consumer is ready); else the core refuses it.
     honours_immediate = False
+    #: A new classic queue refuses ``x-delivery-limit`` (as RabbitMQ does over 0-9-1); else
+    #: the limit applies (rule basic.deliver:01 of 0-9).
+    refuses_classic_delivery_limit = False
     #: Checked before each delivery to a consumer that acknowledges, after the core's own
     #: limits (None: nothing more to check).
     delivery_limit: Callable[[Channel], bool] | None = None
@@ -65,6 +68,10 @@ class Dialect:
         self.spec = spec
         self.channel_handlers = channel_handlers
         self.content_handlers = content_handlers
+
+    def register_contents(self) -> None:
+        """Tell the store how to encode and recover this dialect's content classes other than
+        basic; the server calls it before it recovers the journal."""
 
     def channel_state(self) -> object:
         """What a new channel keeps for this dialect (``Channel.dialect_state``)."""
@@ -129,6 +136,11 @@ class Dialects:
     @property
     def specs(self) -> tuple[Spec, ...]:
         return tuple(d.spec for d in self._dialects)
+
+    def register_contents(self) -> None:
+        """Each dialect's ``register_contents``."""
+        for dialect in self._dialects:
+            dialect.register_contents()
 
     def of(self, spec: Spec) -> Dialect:
         """The dialect of the version a protocol header negotiated."""

@@ -32,6 +32,7 @@ class RabbitMQDialect(Dialect):
 
     unbind_missing_is_ok = True
     refuses_unlimited_channels = True  # RabbitMQ 4 (measured on 4.0.5)
+    refuses_classic_delivery_limit = True  # RabbitMQ 3.10 and 4
 
     def __init__(self) -> None:
         super().__init__(

@@ -9,15 +9,16 @@ from typing import Any
 
 import pytest
 
-import broker.server.spec09.lane_queue  # noqa: F401  (registers the 0-9 classes' codecs)
 from amqp_protocol import SPEC_0_9, SPEC_0_9_1
 from broker.model.message import Message, QueuedMessage
 from broker.server.spec09.class_message import ClassMessage
+from broker.server.spec09.lanes import register_contents
 from broker.store import SpillFifo
 from broker.store.spilled_entries import SpilledEntries
 
 
 def _round_trip(tmp_path: Path, entry: QueuedMessage) -> QueuedMessage:
+    register_contents()  # as the server does: the 0-9 classes' codecs
     spilled = SpilledEntries(SpillFifo(tmp_path))
     try:
         spilled.push(entry)

@@ -44,6 +44,7 @@ from . import (
 )
 from .consumers import named_queue
 from .lane_queue import kept
+from .lanes import register_contents
 from .state import Spec09State, state_of
 
 #: Methods whose queue field, empty on a channel that declared no queue, is a 530.
@@ -180,6 +181,9 @@ class Spec09Dialect(Dialect):
 
     def channel_state(self) -> Spec09State:
         return Spec09State()
+
+    def register_contents(self) -> None:
+        register_contents()
 
     def channel_closing(self, channel: Channel) -> None:
         """Tickets lapse, an interrupted file stage is kept for a resume."""

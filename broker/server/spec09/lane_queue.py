@@ -10,12 +10,12 @@ queue (see lanes). Two things make it more than a private ``Queue``:
   and every persistent (delivery-mode 2) message-class message in the broker's journal, under
   the queue's journal id with their class id (format 2, docs/storage-format.md). They are
   acked there when they leave the lane for good, and recovery puts them back in their lane,
-  in order and marked redelivered (``restore``, registered in ``CONTENT_RESTORERS``). Stream
-  content is never kept (the stream class has no acknowledgements).
+  in order and marked redelivered (``lanes.restore``). Stream content is never kept (the
+  stream class has no acknowledgements).
 
-The same encoding (``encode``, ``decode``) is the codec of the three classes in
-``broker.store.message_codec.CONTENT_CODECS``: a lane larger than memory spills its messages
-to disk as a basic queue does (rule message:04), and they come back of their class.
+The same encoding (``encode``, ``decode``) is the codec of the three classes (registered by
+``lanes.register_contents``): a lane larger than memory spills its messages to disk as a
+basic queue does (rule message:04), and they come back of their class.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from amqp_protocol import SPEC_0_9, values
 
 from ...model.message import Message
 from ...model.queues import Queue
-from ...store.message_codec import CONTENT_CODECS, ContentCodec
-from ...store.persistence import CONTENT_RESTORERS
 from .class_message import ClassMessage
 
 if TYPE_CHECKING:
@@ -125,18 +123,3 @@ def decode(data: bytes) -> ClassMessage:
         priority=header["priority"],
         identifier=header["identifier"],
     )
-
-
-def restore(vhost: VirtualHost, queue: Queue, msg_id: int, data: bytes) -> None:
-    """Recovery: put a journaled lane message back in its lane of ``queue``."""
-    from .lanes import lane  # lanes builds its lanes from this module
-
-    message = decode(data)
-    message.msg_id = msg_id
-    lane(vhost, queue, message.content_class).restore(message)
-
-
-for _class_id in JOURNALED.values():
-    CONTENT_RESTORERS[_class_id] = restore
-for _class in ("file", "stream", "message"):
-    CONTENT_CODECS[SPEC_0_9.classes[_class].class_id] = ContentCodec(encode, decode)

@@ -11,6 +11,9 @@ A lane takes the real queue's limits (``LIMIT_ARGUMENTS``: delivery limit, lengt
 overflow mode, dead-letter exchange); what it dead-letters goes, with RabbitMQ's ``x-death``
 headers (a message-class message: in its application-headers), to the lanes of the same
 content class of the dead-letter exchange's queues.
+
+The store learns the three classes from ``register_contents``, which the server calls (through
+``Spec09Dialect.register_contents``) before it recovers the journal.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import copy
 import functools
 from typing import Any
 
-from amqp_protocol import SPEC_0_9_1
+from amqp_protocol import SPEC_0_9, SPEC_0_9_1
 
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
 from ...model.vhost import QUEUE_DELETED, VirtualHost, dead_lettered
-from .lane_queue import Lane
+from ...store.message_codec import CONTENT_CODECS, ContentCodec
+from ...store.persistence import CONTENT_RESTORERS
+from .lane_queue import JOURNALED, Lane, decode, encode
 
 #: Ten priority levels (0-9): the file, stream and message classes require at least two.
 _LANE_ARGUMENTS = {"x-max-priority": 9}
@@ -108,3 +113,20 @@ def lane_totals(vhost: VirtualHost, queue: Queue) -> tuple[int, int]:
         queue.message_count + sum(q.message_count for q in lanes),
         queue.consumer_count + sum(q.consumer_count for q in lanes),
     )
+
+
+def restore(vhost: VirtualHost, queue: Queue, msg_id: int, data: bytes) -> None:
+    """Recovery: put a journaled lane message back in its lane of ``queue``."""
+    message = decode(data)
+    message.msg_id = msg_id
+    lane(vhost, queue, message.content_class).restore(message)
+
+
+def register_contents() -> None:
+    """Tell the store how to encode the file, stream and message classes' messages (journal,
+    spilling) and how recovery puts a journaled one back in its lane."""
+    for class_id in JOURNALED.values():
+        CONTENT_RESTORERS[class_id] = restore
+    codec = ContentCodec(encode, decode)
+    for content_class in ("file", "stream", "message"):
+        CONTENT_CODECS[SPEC_0_9.classes[content_class].class_id] = codec
