@@ -258,7 +258,7 @@ def test_guest_logs_in_only_from_loopback_unless_configured(
     decision of a connection object given a remote peer address."""
     with Broker(config={"loopback_users": loopback_users}) as b:
         assert b._server is not None
-        conn = AMQPConnection(b._server)
+        conn = AMQPConnection(b._server, b._server.dialects)
         conn.peer = peer
         user, reason = conn._login("PLAIN", b"\0guest\0guest")
         assert (user is not None) is allowed, reason
