@@ -54,6 +54,7 @@ from amqp_protocol.values import Content
 
 from ...model.message import Message, QueuedMessage
 from ...model.queues import Consumer, Queue
+from .. import message_references as refs
 from ..abc import Channel
 from ..dialect import ChannelHandler
 from ..spec09 import staging
@@ -128,45 +129,26 @@ def transfer(ch: Channel, m: MessageTransfer) -> None:
         if getattr(m, flag):
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - message.transfer {flag}=true")
     if m.body.reference:
-        reference = _text(m.body.data)
-        _open_data(ch, reference)
+        reference = refs.reference_name(m.body.data)
+        refs.open_data(state_of(ch).references, reference)
         held = state_of(ch).held.setdefault(reference, [])
         held.append((m.destination, m.routing_key, _properties(m)))
         return
     tx.publish(ch, m.destination, m.routing_key, _properties(m), m.body.data)
 
 
-def _text(value: bytes | str) -> str:
-    """A reference name (a longstr on the wire)."""
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
-
-
-def _open_reference(ch: Channel, reference: str, data: bytes) -> None:
-    references = state_of(ch).references
-    if reference in references:
-        raise errors.PreconditionFailed(f"PRECONDITION_FAILED - reference '{reference}' is open")
-    references[reference] = bytearray(data)
-
-
-def _open_data(ch: Channel, reference: str) -> bytearray:
-    data = state_of(ch).references.get(reference)
-    if data is None:
-        raise errors.NotFound(f"NOT_FOUND - reference '{reference}' is not open")
-    return data
-
-
 def open_reference(ch: Channel, m: MessageOpen) -> None:
-    _open_reference(ch, _text(m.reference), b"")
+    refs.open_reference(state_of(ch).references, refs.reference_name(m.reference), b"")
 
 
 def append(ch: Channel, m: MessageAppend) -> None:
     data = m.bytes.encode() if isinstance(m.bytes, str) else m.bytes
-    _open_data(ch, _text(m.reference)).extend(data)
+    refs.open_data(state_of(ch).references, refs.reference_name(m.reference)).extend(data)
 
 
 def close_reference(ch: Channel, m: MessageClose) -> None:
-    reference = _text(m.reference)
-    data = bytes(_open_data(ch, reference))
+    reference = refs.reference_name(m.reference)
+    data = bytes(refs.open_data(state_of(ch).references, reference))
     state = state_of(ch)
     del state.references[reference]
     for exchange, routing_key, properties in state.held.pop(reference, []):
@@ -174,14 +156,14 @@ def close_reference(ch: Channel, m: MessageClose) -> None:
 
 
 def checkpoint(ch: Channel, m: MessageCheckpoint) -> None:
-    data = _open_data(ch, _text(m.reference))
+    data = refs.open_data(state_of(ch).references, refs.reference_name(m.reference))
     staging.put(ch, "message-0-10:" + m.identifier, staging.Staged(bytes(data)))
 
 
 def resume(ch: Channel, m: MessageResume) -> None:
     saved = staging.get(ch, "message-0-10:" + m.identifier)
     data = saved.data if saved is not None else b""
-    _open_reference(ch, _text(m.reference), data)
+    refs.open_reference(state_of(ch).references, refs.reference_name(m.reference), data)
     ch.send(ch.conn.spec.method("message.offset")(value=len(data)))
 
 

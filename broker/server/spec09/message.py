@@ -35,6 +35,7 @@ from amqp_protocol.generated.any_version import (
 )
 from amqp_protocol.values import Content
 
+from .. import message_references as refs
 from . import consumers, staging
 from .channel_extras import requeue_unacked, require_not_transacted
 from .class_message import ClassMessage
@@ -49,11 +50,6 @@ if TYPE_CHECKING:
 
 #: message.transfer fields that travel with the message (not the per-delivery ones).
 _PER_DELIVERY = ("ticket", "destination", "redelivered", "body")
-
-
-def _text(value: bytes | str) -> str:
-    """A reference name (a longstr on the wire)."""
-    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _ok(ch: Channel) -> None:
@@ -97,7 +93,7 @@ def _transfer(ch: Channel, m: MessageTransfer) -> None:
     )
     if body.reference:
         ext = state_of(ch)
-        reference = _text(body.data)
+        reference = refs.reference_name(body.data)
         if reference not in ext.references:
             raise errors.NotFound(f"NOT_FOUND - unknown reference '{reference}'")
         exchange = ch.vhost.exchange(m.destination)
@@ -168,35 +164,21 @@ def _client_reject(ch: Channel, m: MessageReject) -> None:
     _settle_transfer(ch, "reject")
 
 
-def _open_reference(ch: Channel, reference: str, data: bytes) -> None:
-    ext = state_of(ch)
-    if reference in ext.references:
-        raise errors.PreconditionFailed(f"PRECONDITION_FAILED - reference '{reference}' is open")
-    ext.references[reference] = bytearray(data)
-
-
-def _open_data(ch: Channel, reference: str) -> bytearray:
-    data = state_of(ch).references.get(reference)
-    if data is None:
-        raise errors.NotFound(f"NOT_FOUND - reference '{reference}' is not open")
-    return data
-
-
 def _open(ch: Channel, m: MessageOpen) -> None:
-    _open_reference(ch, _text(m.reference), b"")
+    refs.open_reference(state_of(ch).references, refs.reference_name(m.reference), b"")
     _ok(ch)
 
 
 def _append(ch: Channel, m: MessageAppend) -> None:
-    _open_data(ch, _text(m.reference)).extend(
+    refs.open_data(state_of(ch).references, refs.reference_name(m.reference)).extend(
         m.bytes.encode() if isinstance(m.bytes, str) else m.bytes
     )
     _ok(ch)
 
 
 def _close(ch: Channel, m: MessageClose) -> None:
-    reference = _text(m.reference)
-    data = bytes(_open_data(ch, reference))
+    reference = refs.reference_name(m.reference)
+    data = bytes(refs.open_data(state_of(ch).references, reference))
     ext = state_of(ch)
     del ext.references[reference]
     for held in ext.held.pop(reference, []):
@@ -207,7 +189,7 @@ def _close(ch: Channel, m: MessageClose) -> None:
 
 
 def _checkpoint(ch: Channel, m: MessageCheckpoint) -> None:
-    data = _open_data(ch, _text(m.reference))
+    data = refs.open_data(state_of(ch).references, refs.reference_name(m.reference))
     staging.put(ch, "message:" + m.identifier, staging.Staged(bytes(data)))
     _ok(ch)
 
@@ -215,7 +197,7 @@ def _checkpoint(ch: Channel, m: MessageCheckpoint) -> None:
 def _resume(ch: Channel, m: MessageResume) -> None:
     saved = staging.get(ch, "message:" + m.identifier)
     data = saved.data if saved is not None else b""
-    _open_reference(ch, _text(m.reference), data)
+    refs.open_reference(state_of(ch).references, refs.reference_name(m.reference), data)
     ch.send(ch.conn.spec.method("message.offset")(value=len(data)))
 
 
