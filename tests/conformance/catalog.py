@@ -1,8 +1,10 @@
-"""The rules of the AMQP 0-9 specification, as the conformance report counts them.
+"""The rules of a specification, as the conformance reports count them.
 
-Every ``<rule>`` of ``amqp0-9.xml`` gets an id ``class.method[.field]:name`` (or
-``domain.NAME:name`` for rules on domains), unique across the file. Tests claim rules with
-``@pytest.mark.spec_rule("queue.declare:...")``; the plugin checks every claimed id exists.
+Every ``<rule>`` of a spec file gets an id ``class.method[.field]:name`` (or
+``domain.NAME:name`` for rules on domains), unique across the file. Tests claim rules of
+``amqp0-9.xml`` with ``@pytest.mark.spec_rule("queue.declare:...")`` and rules of the
+transitional 0-10 draft with ``@pytest.mark.spec010_rule(...)``; the plugin checks every
+claimed id exists in that spec.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import functools
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from importlib import resources
+
+#: The specs with a conformance report: the pytest marker that claims their rules, by file.
+SPECS = {"amqp0-9.xml": "spec_rule", "amqp-transitional0-10.xml": "spec010_rule"}
 
 
 @dataclass(frozen=True)
@@ -26,12 +31,17 @@ class Rule:
 
 
 def _text(el: ET.Element) -> str:
-    docs = (" ".join(d.itertext()) for d in el.findall("doc") if d.get("type") != "scenario")
+    docs = (" ".join(d.itertext()) for d in _docs(el) if d.get("type") != "scenario")
     return " ".join(" ".join(docs).split())
+
+
+def _docs(el: ET.Element) -> list[ET.Element]:
+    return [d for d in el if d.tag.rpartition("}")[2] == "doc"]
 
 
 def _walk(el: ET.Element, ctx: dict[str, str], out: list[Rule]) -> None:
     for child in el:
+        child.tag = child.tag.rpartition("}")[2]  # the 0-10 draft's elements have a namespace
         if child.tag == "rule":
             if ctx.get("domain"):
                 rid = f"domain.{ctx['domain']}:{child.get('name')}"
@@ -46,7 +56,7 @@ def _walk(el: ET.Element, ctx: dict[str, str], out: list[Rule]) -> None:
                     method=ctx.get("method", ""),
                     field=ctx.get("field", ""),
                     name=child.get("name", ""),
-                    has_scenario=any(d.get("type") == "scenario" for d in child.findall("doc")),
+                    has_scenario=any(d.get("type") == "scenario" for d in _docs(child)),
                     must="MUST" in text,
                     text=text,
                 )
@@ -62,9 +72,9 @@ def _walk(el: ET.Element, ctx: dict[str, str], out: list[Rule]) -> None:
 
 
 @functools.cache
-def rules() -> dict[str, Rule]:
-    """All rules of amqp0-9.xml by id, in document order."""
-    xml = resources.files("amqp_protocol").joinpath("spec", "amqp0-9.xml").read_bytes()
+def rules(spec: str = "amqp0-9.xml") -> dict[str, Rule]:
+    """All rules of ``spec`` (a file of ``amqp_protocol/spec``) by id, in document order."""
+    xml = resources.files("amqp_protocol").joinpath("spec", spec).read_bytes()
     out: list[Rule] = []
     _walk(ET.fromstring(xml), {}, out)
     return {rule.id: rule for rule in out}

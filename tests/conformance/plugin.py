@@ -1,7 +1,9 @@
-"""pytest plugin: tests claim spec rules with ``@pytest.mark.spec_rule(id, ...)``.
+"""pytest plugin: tests claim spec rules with ``@pytest.mark.spec_rule(id, ...)`` (AMQP 0-9)
+and ``@pytest.mark.spec010_rule(id, ...)`` (the transitional 0-10 draft).
 
 It refuses ids the spec does not have (a typo must not count as coverage) and, with
-``--conformance-json PATH``, records every claiming test's outcome for the report.
+``--conformance-json PATH``, records every claiming test's outcome for the reports, under
+its spec file's name.
 """
 
 from __future__ import annotations
@@ -12,47 +14,50 @@ from typing import Any
 
 import pytest
 
-from .catalog import rules
+from .catalog import SPECS, rules
 
-_OUTCOMES_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+_OUTCOMES_KEY = pytest.StashKey[dict[str, dict[str, dict[str, Any]]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--conformance-json",
         default=None,
-        help="write the outcome of every test that claims an AMQP 0-9 rule to this JSON file",
+        help="write the outcome of every test that claims a spec rule to this JSON file",
     )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "spec_rule(*ids): the test checks these rules of amqp0-9.xml (class.method:name)"
-    )
+    for spec, marker in SPECS.items():
+        config.addinivalue_line(
+            "markers", f"{marker}(*ids): the test checks these rules of {spec} (class.method:name)"
+        )
     config.stash[_OUTCOMES_KEY] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    known = rules()
-    for item in items:
-        for mark in item.iter_markers("spec_rule"):
-            unknown = [rule_id for rule_id in mark.args if rule_id not in known]
-            if unknown:
-                raise pytest.UsageError(
-                    f"{item.nodeid} claims rules amqp0-9.xml does not have: {unknown}"
-                )
+    for spec, marker in SPECS.items():
+        known = rules(spec)
+        for item in items:
+            for mark in item.iter_markers(marker):
+                unknown = [rule_id for rule_id in mark.args if rule_id not in known]
+                if unknown:
+                    raise pytest.UsageError(
+                        f"{item.nodeid} claims rules {spec} does not have: {unknown}"
+                    )
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    claimed = [rule_id for mark in item.iter_markers("spec_rule") for rule_id in mark.args]
-    if claimed and (report.when == "call" or report.outcome != "passed"):
-        outcomes = item.config.stash[_OUTCOMES_KEY]
-        previous = outcomes.get(item.nodeid)
-        # A failure in any phase wins over a pass in another.
-        if previous is None or previous["outcome"] == "passed":
-            outcomes[item.nodeid] = {"rules": claimed, "outcome": report.outcome}
+    for spec, marker in SPECS.items():
+        claimed = [rule_id for mark in item.iter_markers(marker) for rule_id in mark.args]
+        if claimed and (report.when == "call" or report.outcome != "passed"):
+            outcomes = item.config.stash[_OUTCOMES_KEY].setdefault(spec, {})
+            previous = outcomes.get(item.nodeid)
+            # A failure in any phase wins over a pass in another.
+            if previous is None or previous["outcome"] == "passed":
+                outcomes[item.nodeid] = {"rules": claimed, "outcome": report.outcome}
     return report
 
 

@@ -78,8 +78,8 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    results = json.loads(Path(argv[0]).read_text()) if Path(argv[0]).exists() else {}
-    text, counts = render(results)
+    by_spec = json.loads(Path(argv[0]).read_text()) if Path(argv[0]).exists() else {}
+    text, counts = render(by_spec.get("amqp0-9.xml", {}))
     Path(argv[1]).write_text(text)
     print(f"wrote {argv[1]}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return 0
