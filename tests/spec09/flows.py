@@ -4,18 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from amqp_protocol import SPEC_0_9, Spec
+
 from .peer import Peer
 
 
-def peer_on(url: str) -> Peer:
-    """A new 0-9 peer with channel 1 open."""
-    peer = Peer(url)
+def peer_on(url: str, spec: Spec = SPEC_0_9) -> Peer:
+    """A new peer (0-9 by default) with channel 1 open."""
+    peer = Peer(url, spec)
     peer.open_channel(1)
     return peer
 
 
 def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:
     return str(peer.call(channel, "queue.declare", queue=queue, **fields).queue)
+
+
+def declare_internal_exchange(peer: Peer, exchange: str) -> None:
+    """A fanout exchange declared internal, by a 0-9 ``peer``."""
+    peer.open_channel(1)
+    peer.call(1, "exchange.declare", exchange=exchange, type="fanout", internal=True)
 
 
 def get_body(peer: Peer, channel: int, queue: str) -> bytes:

@@ -129,6 +129,13 @@ def release(channel: Channel) -> None:
             del exclusive[realm]
 
 
+def check(channel: Channel, m: Method) -> None:
+    """What every method is checked against before its handler: its ticket and the user's
+    permissions (the core's ``Access.check`` covers the 0-9-1 methods' permissions)."""
+    check_ticket(channel, m)
+    check_permissions(channel, m)
+
+
 def check_ticket(channel: Channel, m: Method) -> None:
     """403 unless ``m.ticket`` grants what ``m`` needs on the ``/data`` realm (every method
     of ``NEEDED`` has a ticket field)."""
