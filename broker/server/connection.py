@@ -191,7 +191,9 @@ class AMQPConnection(asyncio.Protocol):
                 evs = self.proto.receive_data(data)
             except errors.AMQPError as err:
                 self._handle_events(getattr(err, "events", []))
-                self._fail(_as_rabbitmq_reports(err))
+                if self.dialect is None or self.dialect.syntax_errors_are_frame_errors:
+                    err = _as_rabbitmq_reports(err)
+                self._fail(err)
             else:
                 self._handle_events(evs)
             for channel in self._confirming:

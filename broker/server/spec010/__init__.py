@@ -112,6 +112,9 @@ class Spec010Dialect(Dialect):
     def register_contents(self) -> None:
         classes09.register_contents()
 
+    def publishers_blocked(self, conn: Connection, blocked: bool) -> None:
+        classes09.flow_publishers(conn, blocked)
+
     def channel_closing(self, channel: Channel) -> None:
         classes09.close_classes(channel)
         self.branches.closing(channel)

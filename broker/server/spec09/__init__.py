@@ -189,6 +189,7 @@ class Spec09Dialect(Dialect):
 
     cancellable_contents = True  # rule basic.reject:01 (see ``AMQPConnection.send_content``)
     honours_immediate = True  # see publishing
+    syntax_errors_are_frame_errors = True  # as the broker always reported them in 0-9 and 0-8
 
     def __init__(self, spec: Spec) -> None:
         content = {name: _content_checked(h) for name, h in _CONTENT_HANDLERS.items()}
