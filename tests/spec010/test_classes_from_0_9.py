@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from amqp_protocol import SPEC_0_10
 from broker import Broker
 from tests.spec09.flows import receive_file
 from tests.spec09.peer import Peer
+from tests.spec09.test_access_tickets import TICKETED as TICKETED_0_9
 
 
 def _open_session(peer: Peer, channel: int) -> uuid.UUID:
@@ -70,3 +72,35 @@ def test_over_the_watermark_a_file_publisher_is_stopped_with_session_flow_and_no
         publisher.close()
         consumer.close()
         broker.stop()
+
+
+#: Every method of the draft with a ticket field that a client sends.
+TICKETED = sorted(
+    name
+    for name, method in SPEC_0_10.methods.items()
+    if "ticket" in method.FIELD_NAMES and name != "access.request-ok"
+)
+#: Fields that would make a ticketed method succeed where its defaults would not (0-9's, and
+#: the draft's queries).
+FIELDS: dict[str, dict[str, Any]] = {
+    **TICKETED_0_9,
+    "exchange.query": {"name": "amq.direct"},
+    "binding.query": {"exchange": "amq.direct"},
+}
+
+
+@pytest.mark.spec010_rule(
+    *(f"{method}.ticket:validity" for method in TICKETED if method != "message.get"),
+    "message.get.ticket:ticket-required",
+)
+@pytest.mark.parametrize("method", TICKETED)
+def test_every_ticketed_method_of_the_draft_refuses_a_ticket_never_granted(
+    peer: Peer, method: str, name: str
+) -> None:
+    peer.call(1, "queue.declare", queue=name)  # the queue an empty name refers to
+    if SPEC_0_10.method(method).HAS_CONTENT:
+        peer.send_content(1, method, b"x", ticket=77, exchange="", routing_key=name)
+    else:
+        refused = peer.spec.method(method)(ticket=77, **FIELDS.get(method, {}))
+        peer.sock.sendall(peer.proto.send_method(1, refused))  # exchange.query has a `name`
+    assert peer.channel_error(1) == 403

@@ -52,6 +52,22 @@ NEEDED = {
     "message.transfer": "write",
     "message.consume": "read",
     "message.get": "read",
+    # the transitional 0-10 draft's other ticketed methods (spec010/classes09.py)
+    "exchange.query": "passive",
+    "binding.query": "passive",
+    **dict.fromkeys(
+        (
+            "dtx-demarcation.start",
+            "dtx-demarcation.end",
+            "dtx-coordination.commit",
+            "dtx-coordination.forget",
+            "dtx-coordination.prepare",
+            "dtx-coordination.recover",
+            "dtx-coordination.rollback",
+            "dtx-coordination.set-timeout",
+        ),
+        "active",
+    ),
 }
 
 
