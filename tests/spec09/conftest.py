@@ -1,5 +1,6 @@
-"""Fixtures of the 0-9 tests: a peer speaking AMQP 0-9 to the bundled broker, a fresh
-channel on it, and unique names."""
+"""Fixtures of the 0-9 tests: a peer speaking AMQP 0-9 to the bundled broker (or the version
+a test parametrizes ``spec`` with, see ``dialects``), a fresh channel on it, and unique
+names."""
 
 from __future__ import annotations
 
@@ -9,16 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from amqp_protocol import SPEC_0_9, Spec
 from broker import Broker
 
 from .peer import Peer
 
 
 @pytest.fixture
-def peer_factory(bundled_broker_url: str) -> Iterator[Callable[..., Peer]]:
+def spec() -> Spec:
+    """The version the peers speak (``dialects.on_0_9_and_0_10`` parametrizes it)."""
+    return SPEC_0_9
+
+
+@pytest.fixture
+def peer_factory(bundled_broker_url: str, spec: Spec) -> Iterator[Callable[..., Peer]]:
     peers: list[Peer] = []
 
     def make(**kwargs: object) -> Peer:
+        kwargs.setdefault("spec", spec)
         peer = Peer(bundled_broker_url, **kwargs)  # type: ignore[arg-type]
         peers.append(peer)
         return peer

@@ -83,10 +83,13 @@ def _basic_qos(channel: Channel, m: BasicQos) -> None:
 
 
 def within_prefetch_size(channel: Channel) -> bool:
-    """Rule basic.qos.prefetch-size:01: the prefetch size never holds back a message when
-    nothing is unacknowledged; otherwise more go only while the unacknowledged octets stay
-    under it."""
-    size = state_of(channel).prefetch_size
+    return unacked_within(channel, state_of(channel).prefetch_size)
+
+
+def unacked_within(channel: Channel, size: int) -> bool:
+    """Rule basic.qos.prefetch-size:01 (0-9; the draft's :ignore): the prefetch ``size``
+    never holds back a message when nothing is unacknowledged; otherwise more go only while
+    the unacknowledged octets stay under it."""
     if not size or not channel.unacked:
         return True
     return sum(len(entry.message.body) for _, _, entry in channel.unacked.values()) < size
@@ -103,7 +106,7 @@ def _tx_commit(core: ChannelHandler) -> ChannelHandler:
             channel.vhost.store.sync()  # commit-ok once the lanes' journal records are on disk
         requeued = channel.take_tx_requeues()
         core(channel, m)
-        rejects.requeue_elsewhere(channel, requeued)
+        rejects.requeue_elsewhere(channel, requeued, state_of(channel).parked)
 
     return run
 
@@ -118,7 +121,7 @@ def _tx_rollback(core: ChannelHandler) -> ChannelHandler:
 
 
 def _basic_reject(channel: Channel, m: BasicReject) -> None:
-    rejects.reject(channel, m.delivery_tag, m.requeue)
+    rejects.reject(channel, m.delivery_tag, m.requeue, state_of(channel).parked)
 
 
 def _channel_handlers() -> dict[str, ChannelHandler]:
@@ -189,7 +192,7 @@ class Spec09Dialect(Dialect):
         """Tickets lapse, an interrupted file stage is kept for a resume."""
         access.release(channel)
         file.interrupted(channel, channel.conn.proto.partial_body(channel.id))
-        rejects.release_parked(channel)
+        rejects.release_parked(channel, state_of(channel).parked)
         state = state_of(channel)
         if state.rate_timer is not None:
             state.rate_timer.cancel()

@@ -1,35 +1,37 @@
 """basic.reject / file.reject with requeue on a 0-9 channel (rules basic.reject.requeue:01,
-file.reject.requeue:01): the message must not come back to the same channel.
+file.reject.requeue:01), and basic.reject on a 0-10 draft channel (its rule
+basic.reject.requeue:requeue-strategy): the message must not come back to the same channel.
 
 It goes straight to another channel's consumer of its queue that can take it now; failing
 that, the rejecting channel *parks* it, and it returns to its queue (redelivered) when that
 channel closes: the "redeliver it to the same client at a later stage" the rule allows,
-which loses nothing. In a transaction the requeue happens at tx.commit, the same way.
+which loses nothing. In a transaction the requeue happens at tx.commit, the same way. The
+dialect keeps each channel's ``parked`` list.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .state import state_of
-
 if TYPE_CHECKING:
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
     from ..abc import Channel, Unacked
 
+#: A channel's rejected deliveries waiting for it to close.
+Parked = list[tuple["Queue", "QueuedMessage"]]
 
-def reject(ch: Channel, delivery_tag: int, requeue: bool) -> None:
+
+def reject(ch: Channel, delivery_tag: int, requeue: bool, parked: Parked) -> None:
     ch.conn.cancel_content(ch.id, delivery_tag)  # rule basic.reject:01: if still being sent
     if not requeue or ch.transactional:
         ch.settle_or_hold("requeue" if requeue else "reject", delivery_tag, False)
         return
-    requeue_elsewhere(ch, [item for _, item in ch.take_unacked(delivery_tag, False)])
+    requeue_elsewhere(ch, [item for _, item in ch.take_unacked(delivery_tag, False)], parked)
 
 
-def requeue_elsewhere(ch: Channel, items: list[Unacked]) -> None:
-    """Hand each rejected delivery to another channel's consumer, or park it."""
-    parked = state_of(ch).parked
+def requeue_elsewhere(ch: Channel, items: list[Unacked], parked: Parked) -> None:
+    """Hand each rejected delivery to another channel's consumer, or park it in ``parked``."""
     for queue in ch.release(items):
         queue.dispatch()
     for _, queue, entry in items:
@@ -47,20 +49,18 @@ def requeue_elsewhere(ch: Channel, items: list[Unacked]) -> None:
 
 def _other_consumer(ch: Channel, queue: Queue) -> Consumer | None:
     for consumer in queue.consumers:
-        sink_channel = getattr(consumer.sink, "channel", consumer.sink)
-        if sink_channel is not ch and consumer.sink.can_deliver(consumer):
+        if ch.consumers.get(consumer.tag) is not consumer and consumer.sink.can_deliver(consumer):
             return consumer
     return None
 
 
-def release_parked(ch: Channel) -> None:
+def release_parked(ch: Channel, parked: Parked) -> None:
     """The channel is closing: its parked messages go back to their queues. The channel
     takes no delivery from now on (its consumers are still registered at this point)."""
-    ext = state_of(ch)
     ch.flow_active = False
     by_queue: dict[Queue, list[QueuedMessage]] = {}
-    for queue, entry in ext.parked:
+    for queue, entry in parked:
         by_queue.setdefault(queue, []).append(entry)
-    ext.parked.clear()
+    parked.clear()
     for queue, entries in by_queue.items():
         queue.requeue(entries)
