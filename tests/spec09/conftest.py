@@ -1,6 +1,5 @@
-"""Fixtures of the 0-9 tests: a peer speaking AMQP 0-9 to the bundled broker (or the version
-a test parametrizes ``spec`` with, see ``dialects``), a fresh channel on it, and unique
-names."""
+"""Fixtures of the 0-9 tests: a peer speaking AMQP 0-9 to the bundled broker, a fresh
+channel on it, and unique names."""
 
 from __future__ import annotations
 
@@ -17,9 +16,10 @@ from .peer import Peer
 
 
 @pytest.fixture
-def spec() -> Spec:
-    """The version the peers speak (``dialects.on_0_9_and_0_10`` parametrizes it)."""
-    return SPEC_0_9
+def spec(request: pytest.FixtureRequest) -> Spec:
+    """The version the peers speak: 0-9, unless the test runs in both dialects
+    (``dialects.in_both_dialects``)."""
+    return getattr(request, "param", SPEC_0_9)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from amqp_protocol import SPEC_0_9, SPEC_0_9_1, Spec, frames
 from amqp_spark.client import AMQPConnectionError, ChannelClosed, connect
 from broker import Broker
 
-from .dialects import on_0_9_and_0_10
+from .dialects import in_both_dialects
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -24,9 +24,10 @@ def _url(broker: Broker, vhost: str = "%2F", user: str = "guest") -> str:
     return f"amqp://{user}:{user}@127.0.0.1:{broker.port}/{vhost}"
 
 
-@rule("connection.start:client-support")
-def test_the_client_closes_the_socket_when_the_server_offers_another_version() -> None:
-    """A server that answers our 0-9 header with 0-9-1's: the client gives up and closes."""
+@in_both_dialects("connection.start:client-support", draft=("connection.start:client-support",))
+def test_the_client_closes_the_socket_when_the_server_offers_another_version(spec: Spec) -> None:
+    """A server that answers our 0-9 (0-10) header with 0-9-1's: the client gives up and
+    closes."""
     listener = socket.create_server(("127.0.0.1", 0))
     seen: list[bytes] = []
 
@@ -42,13 +43,15 @@ def test_the_client_closes_the_socket_when_the_server_offers_another_version() -
     server.start()
     port = listener.getsockname()[1]
     with pytest.raises(AMQPConnectionError):
-        connect(f"amqp://guest:guest@127.0.0.1:{port}/", spec=SPEC_0_9)
+        connect(f"amqp://guest:guest@127.0.0.1:{port}/", spec=spec)
     server.join(timeout=10)
     listener.close()
-    assert seen == [SPEC_0_9.protocol_header, b""]
+    assert seen == [spec.protocol_header, b""]
 
 
-@on_0_9_and_0_10("connection.start-ok.mechanism:validity", "connection.start-ok.mechanism:validity")
+@in_both_dialects(
+    "connection.start-ok.mechanism:validity", draft=("connection.start-ok.mechanism:validity",)
+)
 def test_a_mechanism_the_server_did_not_offer_closes_the_socket_without_a_reply(
     bundled_broker_url: str, spec: Spec
 ) -> None:
@@ -67,7 +70,7 @@ def test_a_mechanism_the_server_did_not_offer_closes_the_socket_without_a_reply(
 _FRAME_MAX_MINIMUM = ("connection.tune.frame-max:minimum", "connection.tune-ok.frame-max:minimum")
 
 
-@on_0_9_and_0_10(_FRAME_MAX_MINIMUM, _FRAME_MAX_MINIMUM)
+@in_both_dialects(*_FRAME_MAX_MINIMUM, draft=_FRAME_MAX_MINIMUM)
 def test_frames_up_to_frame_min_size_are_accepted_before_tuning(
     bundled_broker_url: str, spec: Spec
 ) -> None:
@@ -83,7 +86,9 @@ def test_frames_up_to_frame_min_size_are_accepted_before_tuning(
     peer.close()
 
 
-@on_0_9_and_0_10("connection.tune-ok.frame-max:minimum", "connection.tune-ok.frame-max:minimum")
+@in_both_dialects(
+    "connection.tune-ok.frame-max:minimum", draft=("connection.tune-ok.frame-max:minimum",)
+)
 def test_a_frame_max_under_frame_min_size_closes_the_socket(
     bundled_broker_url: str, spec: Spec
 ) -> None:
@@ -99,7 +104,7 @@ _UPPER_LIMITS = (
 )
 
 
-@on_0_9_and_0_10(_UPPER_LIMITS, _UPPER_LIMITS)
+@in_both_dialects(*_UPPER_LIMITS, draft=_UPPER_LIMITS)
 @pytest.mark.parametrize("over", ["channel_max", "frame_max"])
 def test_tuning_over_the_servers_limits_closes_the_socket_without_a_close_method(
     bundled_broker_url: str, over: str, spec: Spec
@@ -149,7 +154,7 @@ def test_a_user_without_permissions_on_a_virtual_host_cannot_open_it(
     assert peer.connection_error() == 530
 
 
-@on_0_9_and_0_10("connection.open.insist:behaviour", "connection.open.insist:behaviour")
+@in_both_dialects("connection.open.insist:behaviour", draft=("connection.open.insist:behaviour",))
 def test_a_configured_redirect_is_sent_unless_the_client_insists(
     broker_with: Callable[..., Broker], spec: Spec
 ) -> None:
@@ -180,7 +185,7 @@ def _limits(tune: object) -> tuple[int, int]:
     return tune.channel_max, tune.frame_max  # type: ignore[attr-defined]
 
 
-@on_0_9_and_0_10("connection.close:stability", "connection.close:stability")
+@in_both_dialects("connection.close:stability", draft=("connection.close:stability",))
 def test_after_the_servers_close_only_close_ok_is_answered(
     bundled_broker_url: str, spec: Spec
 ) -> None:

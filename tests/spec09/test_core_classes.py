@@ -12,7 +12,7 @@ from amqp_protocol import SPEC_0_9, Spec
 from amqp_spark.client import ChannelClosed, ConnectionClosed, connect
 from amqp_spark.client.channel import Channel
 
-from .dialects import on_0_9_and_0_10
+from .dialects import in_both_dialects
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -32,7 +32,7 @@ def _closed_with(code: int, call: object, *args: object, **kwargs: object) -> No
     assert info.value.reply_code == code
 
 
-@on_0_9_and_0_10("connection.start:protocol-name", "connection.start:protocol-name")
+@in_both_dialects("connection.start:protocol-name", draft=("connection.start:protocol-name",))
 def test_an_unknown_protocol_header_gets_the_servers_header_and_no_method(
     bundled_broker_url: str, spec: Spec
 ) -> None:
@@ -47,7 +47,7 @@ def test_an_unknown_protocol_header_gets_the_servers_header_and_no_method(
 _START = ("connection.start:server-support", "connection.start.locales:required-support")
 
 
-@on_0_9_and_0_10(_START, _START)
+@in_both_dialects(*_START, draft=_START)
 def test_the_server_offers_the_clients_version_and_en_us(
     bundled_broker_url: str, spec: Spec
 ) -> None:
@@ -215,9 +215,11 @@ def test_delete_if_empty_of_a_non_empty_queue_is_406(ch: Channel) -> None:
     _closed_with(406, ch.queue_delete, q, if_empty=True)
 
 
-@on_0_9_and_0_10(
-    ("queue.purge.queue:01", "queue.delete.queue:01", "basic.get.queue:01"),
-    (
+@in_both_dialects(
+    "queue.purge.queue:01",
+    "queue.delete.queue:01",
+    "basic.get.queue:01",
+    draft=(
         "queue.purge.queue:empty-name",
         "queue.delete.queue:empty-name",
         "basic.get.queue:queue-exists-if-empty",
@@ -306,7 +308,7 @@ def test_recovered_messages_are_marked_redelivered(ch: Channel) -> None:
     assert ch.basic_get(q, no_ack=True).redelivered
 
 
-@on_0_9_and_0_10("channel.open:state", "channel.open:state")
+@in_both_dialects("channel.open:state", draft=("channel.open:state",))
 def test_opening_an_open_channel_is_a_connection_error(bundled_broker_url: str, spec: Spec) -> None:
     peer = Peer(bundled_broker_url, spec)
     try:

@@ -82,6 +82,9 @@ def _publish(ch: Channel, m: Method, properties: Properties, body: bytes) -> Non
 class Spec010Dialect(Dialect):
     """The transitional 0-10 draft."""
 
+    #: rule exchange.declare.alternate-exchange:double-failure
+    alternates_chain = False
+
     def __init__(self) -> None:
         #: the sessions of every 0-10 connection of the server (a session outlives its
         #: connection while suspended)

@@ -177,12 +177,12 @@ def basic_publish(ch: Channel, m: BasicPublish, properties: Properties, body: by
 
 
 def basic_reject(ch: Channel, m: BasicReject) -> None:
-    rejects.reject(ch, m.delivery_tag, m.requeue, state_of(ch).parked)
+    rejects.reject(ch, m.delivery_tag, m.requeue)
 
 
 def closing(ch: Channel) -> None:
     """The channel closes: the deliveries it rejected go back to their queues."""
-    rejects.release_parked(ch, state_of(ch).parked)
+    rejects.release_parked(ch)
 
 
 HANDLERS: dict[str, ChannelHandler] = {

@@ -106,7 +106,7 @@ def _tx_commit(core: ChannelHandler) -> ChannelHandler:
             channel.vhost.store.sync()  # commit-ok once the lanes' journal records are on disk
         requeued = channel.take_tx_requeues()
         core(channel, m)
-        rejects.requeue_elsewhere(channel, requeued, state_of(channel).parked)
+        rejects.requeue_elsewhere(channel, requeued)
 
     return run
 
@@ -121,7 +121,7 @@ def _tx_rollback(core: ChannelHandler) -> ChannelHandler:
 
 
 def _basic_reject(channel: Channel, m: BasicReject) -> None:
-    rejects.reject(channel, m.delivery_tag, m.requeue, state_of(channel).parked)
+    rejects.reject(channel, m.delivery_tag, m.requeue)
 
 
 def _channel_handlers() -> dict[str, ChannelHandler]:
@@ -192,7 +192,7 @@ class Spec09Dialect(Dialect):
         """Tickets lapse, an interrupted file stage is kept for a resume."""
         access.release(channel)
         file.interrupted(channel, channel.conn.proto.partial_body(channel.id))
-        rejects.release_parked(channel, state_of(channel).parked)
+        rejects.release_parked(channel)
         state = state_of(channel)
         if state.rate_timer is not None:
             state.rate_timer.cancel()

@@ -167,7 +167,7 @@ def _ack(ch: Channel, m: FileAck) -> None:
 
 
 def _reject(ch: Channel, m: FileReject) -> None:
-    rejects.reject(ch, m.delivery_tag, m.requeue, state_of(ch).parked)
+    rejects.reject(ch, m.delivery_tag, m.requeue)
 
 
 HANDLERS = {

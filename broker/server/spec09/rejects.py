@@ -5,33 +5,32 @@ basic.reject.requeue:requeue-strategy): the message must not come back to the sa
 It goes straight to another channel's consumer of its queue that can take it now; failing
 that, the rejecting channel *parks* it, and it returns to its queue (redelivered) when that
 channel closes: the "redeliver it to the same client at a later stage" the rule allows,
-which loses nothing. In a transaction the requeue happens at tx.commit, the same way. The
-dialect keeps each channel's ``parked`` list.
+which loses nothing. In a transaction the requeue happens at tx.commit, the same way.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .state import state_of
+
 if TYPE_CHECKING:
     from ...model.message import QueuedMessage
     from ...model.queues import Consumer, Queue
     from ..abc import Channel, Unacked
 
-#: A channel's rejected deliveries waiting for it to close.
-Parked = list[tuple["Queue", "QueuedMessage"]]
 
-
-def reject(ch: Channel, delivery_tag: int, requeue: bool, parked: Parked) -> None:
+def reject(ch: Channel, delivery_tag: int, requeue: bool) -> None:
     ch.conn.cancel_content(ch.id, delivery_tag)  # rule basic.reject:01: if still being sent
     if not requeue or ch.transactional:
         ch.settle_or_hold("requeue" if requeue else "reject", delivery_tag, False)
         return
-    requeue_elsewhere(ch, [item for _, item in ch.take_unacked(delivery_tag, False)], parked)
+    requeue_elsewhere(ch, [item for _, item in ch.take_unacked(delivery_tag, False)])
 
 
-def requeue_elsewhere(ch: Channel, items: list[Unacked], parked: Parked) -> None:
-    """Hand each rejected delivery to another channel's consumer, or park it in ``parked``."""
+def requeue_elsewhere(ch: Channel, items: list[Unacked]) -> None:
+    """Hand each rejected delivery to another channel's consumer, or park it."""
+    parked = state_of(ch).parked
     for queue in ch.release(items):
         queue.dispatch()
     for _, queue, entry in items:
@@ -54,13 +53,14 @@ def _other_consumer(ch: Channel, queue: Queue) -> Consumer | None:
     return None
 
 
-def release_parked(ch: Channel, parked: Parked) -> None:
+def release_parked(ch: Channel) -> None:
     """The channel is closing: its parked messages go back to their queues. The channel
     takes no delivery from now on (its consumers are still registered at this point)."""
+    ext = state_of(ch)
     ch.flow_active = False
     by_queue: dict[Queue, list[QueuedMessage]] = {}
-    for queue, entry in parked:
+    for queue, entry in ext.parked:
         by_queue.setdefault(queue, []).append(entry)
-    parked.clear()
+    ext.parked.clear()
     for queue, entries in by_queue.items():
         queue.requeue(entries)
