@@ -104,10 +104,10 @@ class Peer:
 
     # -- sending ------------------------------------------------------------------------------
 
-    def method(self, name: str, **fields: Any) -> Any:
+    def method(self, name: str, /, **fields: Any) -> Any:
         return self.spec.method(name)(**fields)
 
-    def send(self, channel: int, name: str, **fields: Any) -> None:
+    def send(self, channel: int, name: str, /, **fields: Any) -> None:
         self.sock.sendall(self.proto.send_method(channel, self.method(name, **fields)))
 
     def send_content(
@@ -123,9 +123,10 @@ class Peer:
             self.proto.send_content(channel, self.method(name, **fields), props, body)
         )
 
-    def call(self, channel: int, name: str, reply: str | None = None, **fields: Any) -> Any:
+    def call(self, channel: int, name: str, /, reply: str | None = None, **fields: Any) -> Any:
         """Send a method and return its reply method (the first of its ``<response>``s by
-        default; for a method without one, the execution.complete of an execution.flush)."""
+        default; for a method without one, the execution.complete of an execution.flush).
+        Positional-only parameters: a method may have a field ``name`` (exchange.query)."""
         method = self.method(name, **fields)
         self.sock.sendall(self.proto.send_method(channel, method))
         names = (reply,) if reply else tuple(method.responses())
