@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-from amqp_protocol import SPEC_0_9
 
 from .peer import Peer
 
@@ -17,12 +14,14 @@ def peer_on(url: str) -> Peer:
     return peer
 
 
-def declare_internal_exchange(peer_factory: Callable[..., Peer], name: str) -> None:
+def declare_internal_exchange(url: str, name: str) -> None:
     """A fanout exchange ``name`` declared internal, over 0-9 (the 0-10 draft's
     exchange.declare has no internal field)."""
-    declarer = peer_factory(spec=SPEC_0_9)
-    declarer.open_channel(1)
-    declarer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+    declarer = peer_on(url)
+    try:
+        declarer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+    finally:
+        declarer.close()
 
 
 def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:

@@ -152,9 +152,9 @@ def test_a_durable_queue_cannot_bind_to_a_transient_exchange(peer: Peer, name: s
 
 @in_both_dialects("queue.bind:internal-exchange", draft=("queue.bind:internal-exchange",))
 def test_binding_to_an_internal_exchange_is_530(
-    peer_factory: Callable[..., Peer], peer: Peer, name: str
+    bundled_broker_url: str, peer: Peer, name: str
 ) -> None:
-    declare_internal_exchange(peer_factory, name)
+    declare_internal_exchange(bundled_broker_url, name)
     queue = declare_queue(peer, 1, "")
     peer.send(1, "queue.bind", queue=queue, exchange=name)
     assert peer.error(1) == ("connection", 530)

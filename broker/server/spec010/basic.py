@@ -20,6 +20,7 @@ from typing import Any
 
 from amqp_protocol import Properties, errors
 from amqp_protocol.generated.spec_0_10 import (
+    BasicAck,
     BasicCancel,
     BasicConsume,
     BasicGet,
@@ -176,6 +177,17 @@ def basic_publish(ch: Channel, m: BasicPublish, properties: Properties, body: by
     tx.publish(ch, m.exchange, m.routing_key, to_model(properties), body)
 
 
+def basic_ack(ch: Channel, m: BasicAck) -> None:
+    """Now or at commit (``tx.ack``). A non-zero tag must be one of the channel's
+    unacknowledged deliveries, with ``multiple`` too (rule basic.ack.multiple:validation;
+    RabbitMQ's 0-9-1 lets a multiple ack name a tag beyond the last delivery)."""
+    if m.delivery_tag and m.delivery_tag not in ch.unacked:
+        raise errors.PreconditionFailed(
+            f"PRECONDITION_FAILED - unknown delivery tag {m.delivery_tag}"
+        )
+    tx.ack(ch, m.delivery_tag, m.multiple)
+
+
 def basic_reject(ch: Channel, m: BasicReject) -> None:
     rejects.reject(ch, m.delivery_tag, m.requeue)
 
@@ -191,5 +203,6 @@ HANDLERS: dict[str, ChannelHandler] = {
     "basic.cancel": basic_cancel,
     "basic.get": names_a_queue(basic_get),
     "basic.recover": basic_recover,
+    "basic.ack": basic_ack,
     "basic.reject": basic_reject,
 }
