@@ -14,6 +14,16 @@ def peer_on(url: str) -> Peer:
     return peer
 
 
+def declare_internal_exchange(url: str, name: str) -> None:
+    """A fanout exchange ``name`` declared internal, over 0-9 (the 0-10 draft's
+    exchange.declare has no internal field)."""
+    declarer = peer_on(url)
+    try:
+        declarer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+    finally:
+        declarer.close()
+
+
 def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:
     return str(peer.call(channel, "queue.declare", queue=queue, **fields).queue)
 

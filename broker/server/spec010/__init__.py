@@ -2,11 +2,11 @@
 the dialect ``Spec010Dialect``.
 
 Its channels use the same virtual hosts, exchanges, queues and messages as 0-9-1's and 0-9's.
-The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow,
-queue.purge/delete, basic.reject), and this package's where the draft differs
-(``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``, ``dtx``). A method
-with no handler is answered 540 not-implemented, naming it (``ServerChannel.handle``);
-docs/conformance-0-10.md lists what is implemented.
+The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow), and
+this package's where the draft differs (``declarations``, ``basic``, ``sessions``,
+``queries``, ``message``, ``tx``, ``dtx``), some of them 0-9's where the draft keeps 0-9's
+rules. A method with no handler is answered 540 not-implemented, naming it
+(``ServerChannel.handle``); docs/conformance-0-10.md lists what is implemented.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from amqp_protocol import SPEC_0_10, Method, Properties, errors, events
+from amqp_protocol.generated.any_version import ConnectionOpen
 
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, Dialect
+from ..spec09 import connection_class
 from . import basic, declarations, dtx, message, queries, sessions, tx
 from .state import DraftState, state_of
 
@@ -30,9 +32,6 @@ _FROM_CORE = (
     "channel.close-ok",
     "channel.flow",
     "channel.flow-ok",
-    "queue.purge",
-    "queue.delete",
-    "basic.reject",
 )
 
 
@@ -83,6 +82,9 @@ def _publish(ch: Channel, m: Method, properties: Properties, body: bytes) -> Non
 class Spec010Dialect(Dialect):
     """The transitional 0-10 draft."""
 
+    #: rule exchange.declare.alternate-exchange:double-failure
+    alternates_chain = False
+
     def __init__(self) -> None:
         #: the sessions of every 0-10 connection of the server (a session outlives its
         #: connection while suspended)
@@ -104,6 +106,7 @@ class Spec010Dialect(Dialect):
     def channel_closing(self, channel: Channel) -> None:
         self.branches.closing(channel)
         tx.closing(channel)
+        basic.closing(channel)
         self.sessions.ended(channel)
 
     def open_channel(
@@ -113,6 +116,11 @@ class Spec010Dialect(Dialect):
         if method.NAME == "channel.open":
             return super().open_channel(conn, channel_id, method, new)
         return sessions.opened(self.sessions, conn, channel_id, method, new)
+
+    def redirected(self, conn: Connection, m: ConnectionOpen) -> bool:
+        """connection.redirect as 0-9 sends it (the draft keeps the method and rule
+        connection.open.insist:behaviour)."""
+        return connection_class.redirected(conn, m)
 
     def other_event(self, conn: Connection, ev: events.Event) -> None:
         """Request and response frames (types 9 and 10): their layout and numbering are
