@@ -16,14 +16,18 @@ def peer_on(url: str, spec: Spec = SPEC_0_9) -> Peer:
     return peer
 
 
+def declare_internal_exchange(url: str, name: str) -> None:
+    """A fanout exchange ``name`` declared internal, over 0-9 (the 0-10 draft's
+    exchange.declare has no internal field)."""
+    declarer = peer_on(url)
+    try:
+        declarer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+    finally:
+        declarer.close()
+
+
 def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:
     return str(peer.call(channel, "queue.declare", queue=queue, **fields).queue)
-
-
-def declare_internal_exchange(peer: Peer, exchange: str) -> None:
-    """A fanout exchange declared internal, by a 0-9 ``peer``."""
-    peer.open_channel(1)
-    peer.call(1, "exchange.declare", exchange=exchange, type="fanout", internal=True)
 
 
 def get_body(peer: Peer, channel: int, queue: str) -> bytes:

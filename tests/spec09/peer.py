@@ -104,10 +104,10 @@ class Peer:
 
     # -- sending ------------------------------------------------------------------------------
 
-    def method(self, name: str, **fields: Any) -> Any:
+    def method(self, name: str, /, **fields: Any) -> Any:
         return self.spec.method(name)(**fields)
 
-    def send(self, channel: int, name: str, **fields: Any) -> None:
+    def send(self, channel: int, name: str, /, **fields: Any) -> None:
         self.sock.sendall(self.proto.send_method(channel, self.method(name, **fields)))
 
     def send_content(
@@ -123,16 +123,22 @@ class Peer:
             self.proto.send_content(channel, self.method(name, **fields), props, body)
         )
 
-    def call(self, channel: int, name: str, reply: str | None = None, **fields: Any) -> Any:
+    def call(self, channel: int, name: str, /, reply: str | None = None, **fields: Any) -> Any:
         """Send a method and return its reply method (the first of its ``<response>``s by
-        default)."""
+        default; for a method without one, the execution.complete of an execution.flush).
+        Positional-only parameters: a method may have a field ``name`` (exchange.query)."""
         method = self.method(name, **fields)
         self.sock.sendall(self.proto.send_method(channel, method))
         names = (reply,) if reply else tuple(method.responses())
+        if not names:
+            # The 0-10 draft dropped this method's -ok (exchange.declare, queue.bind,
+            # basic.qos, tx.select, ...): its execution.complete says the server carried
+            # it out, and a failure shows as the close that comes instead.
+            return self.call(channel, "execution.flush", "execution.complete")
         return self.expect(channel, *names).method
 
     def request(
-        self, channel: int, name: str, request_id: int, body: bytes | None = None, **fields: Any
+        self, channel: int, name: str, request_id: int, /, body: bytes | None = None, **fields: Any
     ) -> None:
         """0-10 draft: ``name`` in a frame-request (with its content when ``body`` is given)."""
         method = self.method(name, **fields)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from amqp_protocol import SPEC_0_9, Spec
+from amqp_protocol import Spec
 from broker import Broker
 
 from .dialects import in_both_dialects
@@ -176,9 +176,9 @@ def test_file_consume_of_an_empty_queue_name_without_a_declared_queue_is_530(pee
 
 @in_both_dialects("file.publish.exchange:02", draft=("file.publish.exchange:internal",))
 def test_file_publish_to_an_internal_exchange_is_403(
-    peer_factory: Callable[..., Peer], peer: Peer, name: str
+    bundled_broker_url: str, peer: Peer, name: str
 ) -> None:
-    declare_internal_exchange(peer_factory(spec=SPEC_0_9), name)  # the draft has no `internal`
+    declare_internal_exchange(bundled_broker_url, name)
     publish_file(peer, 1, "k", b"x", f"int-{name}", exchange=name)
     assert peer.channel_error(1) == 403
 

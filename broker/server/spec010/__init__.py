@@ -2,13 +2,13 @@
 the dialect ``Spec010Dialect``.
 
 Its channels use the same virtual hosts, exchanges, queues and messages as 0-9-1's and 0-9's.
-The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow,
-queue.purge/delete, basic.reject), 0-9's for the classes the draft keeps from 0-9
-(``classes09``: access, file, stream, tunnel), and this package's where the draft differs
-(``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``, ``dtx``); request
-frames are ``requests``'. Every method is checked against the channel's access tickets. A method
-with no handler is answered 540 not-implemented, naming it (``ServerChannel.handle``);
-docs/conformance-0-10.md lists what is implemented.
+The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow), 0-9's
+for the classes the draft keeps from 0-9 (``classes09``: access, file, stream, tunnel), and
+this package's where the draft differs (``declarations``, ``basic``, ``sessions``,
+``queries``, ``message``, ``tx``, ``dtx``), some of them 0-9's where the draft keeps 0-9's
+rules; request frames are ``requests``'. Every method is checked against the channel's
+access tickets. A method with no handler is answered 540 not-implemented, naming it
+(``ServerChannel.handle``); docs/conformance-0-10.md lists what is implemented.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from amqp_protocol import SPEC_0_10, Method, Properties, events
+from amqp_protocol.generated.any_version import ConnectionOpen
 
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, ContentHandler, Dialect
+from ..spec09 import connection_class
 from . import basic, classes09, declarations, dtx, message, queries, sessions, tx
 from .requests import Requests
 from .state import DraftState, state_of
@@ -33,9 +35,6 @@ _FROM_CORE = (
     "channel.close-ok",
     "channel.flow",
     "channel.flow-ok",
-    "queue.purge",
-    "queue.delete",
-    "basic.reject",
 )
 
 
@@ -92,6 +91,9 @@ _CONTENT_HANDLERS: dict[str, ContentHandler] = {
 class Spec010Dialect(Dialect):
     """The transitional 0-10 draft."""
 
+    #: rule exchange.declare.alternate-exchange:double-failure
+    alternates_chain = False
+
     def __init__(self) -> None:
         #: the sessions of every 0-10 connection of the server (a session outlives its
         #: connection while suspended)
@@ -129,6 +131,11 @@ class Spec010Dialect(Dialect):
         if method.NAME == "channel.open":
             return super().open_channel(conn, channel_id, method, new)
         return sessions.opened(self.sessions, conn, channel_id, method, new)
+
+    def redirected(self, conn: Connection, m: ConnectionOpen) -> bool:
+        """connection.redirect as 0-9 sends it (the draft keeps the method and rule
+        connection.open.insist:behaviour)."""
+        return connection_class.redirected(conn, m)
 
     def other_event(self, conn: Connection, ev: events.Event) -> None:
         """Request and response frames (types 9 and 10): see ``requests``."""

@@ -32,6 +32,9 @@ class DraftState:
     #: the prefetch count of the channel's next consumers, and the channel-wide one
     prefetch: int = 0
     channel_prefetch: int = 0
+    #: basic.qos's prefetch size (octets of unacknowledged bodies, rule
+    #: basic.qos.prefetch-size:ignore)
+    prefetch_size: int = 0
     #: the session attached to the channel (None: opened by channel.open)
     session: Session | None = field(default=None)
     #: the methods of classes other than session and execution received on the channel

@@ -82,10 +82,13 @@ def _basic_qos(channel: Channel, m: BasicQos) -> None:
 
 
 def within_prefetch_size(channel: Channel) -> bool:
-    """Rule basic.qos.prefetch-size:01: the prefetch size never holds back a message when
-    nothing is unacknowledged; otherwise more go only while the unacknowledged octets stay
-    under it."""
-    size = state_of(channel).prefetch_size
+    return unacked_within(channel, state_of(channel).prefetch_size)
+
+
+def unacked_within(channel: Channel, size: int) -> bool:
+    """Rule basic.qos.prefetch-size:01 (0-9; the draft's :ignore): the prefetch ``size``
+    never holds back a message when nothing is unacknowledged; otherwise more go only while
+    the unacknowledged octets stay under it."""
     if not size or not channel.unacked:
         return True
     return sum(len(entry.message.body) for _, _, entry in channel.unacked.values()) < size
