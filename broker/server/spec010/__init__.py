@@ -6,7 +6,7 @@ The handlers are the core's where the draft's method is 0-9-1's (channel.close/f
 queue.purge/delete, basic.reject), and this package's where the draft differs
 (``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``, ``dtx``). A method
 with no handler is answered 540 not-implemented, naming it (``ServerChannel.handle``);
-docs/conformance-0-10.md lists what is implemented.
+docs/protocol-0-10.md says what is implemented, docs/conformance-0-10.md rule by rule.
 """
 
 from __future__ import annotations
