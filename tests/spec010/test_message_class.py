@@ -12,6 +12,8 @@ from pika.adapters.blocking_connection import BlockingChannel
 from amqp_protocol.values import Content
 from tests.spec09.peer import Peer
 
+rule = pytest.mark.spec010_rule
+
 
 @pytest.fixture
 def pika_channel(bundled_broker_url: str) -> Iterator[BlockingChannel]:
@@ -64,6 +66,7 @@ def test_message_get_returns_a_transfer_then_empty(
     peer.expect(1, "message.empty")
 
 
+@rule("message:explicit-acknowledgements")
 def test_rule_message_explicit_acknowledgements_session_ack_settles_the_acked_half(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -82,6 +85,7 @@ def test_rule_message_explicit_acknowledgements_session_ack_settles_the_acked_ha
     again.nothing(1, "message.transfer")
 
 
+@rule("message:automatic-acknowledgements")
 def test_rule_message_automatic_acknowledgements_no_ack_consumer_gets_every_message(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -110,6 +114,7 @@ def _get_body(peer: Peer, queue: str) -> bytes | None:
     return None if got.NAME == "message.empty" else bytes(got.body.data)
 
 
+@rule("message.close:message-acknowledge-after-close")
 def test_rule_message_close_message_acknowledge_after_close_a_referenced_transfer_waits(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -149,6 +154,7 @@ def test_message_resume_of_an_unknown_identifier_is_offset_0(
     assert peer.call(1, "message.resume", reference=b"r", identifier=name + "-x").value == 0
 
 
+@rule("message.open.reference:duplicate-reference")
 def test_rule_message_open_reference_duplicate_reference_is_an_error(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -158,6 +164,7 @@ def test_rule_message_open_reference_duplicate_reference_is_an_error(
     assert peer.expect(1, "session.closed").method.reply_code == 406
 
 
+@rule("message.append.reference:non-existent-reference")
 def test_rule_message_append_reference_non_existent_reference_is_an_error(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:

@@ -131,6 +131,16 @@ def test_no_exclusive_consumer_on_a_queue_that_has_consumers(
     assert second.error(1) == ("channel", 403)
 
 
+@rule("message.cancel:ignore")
+def test_cancelling_a_consumer_whose_queue_was_deleted_is_no_error(peer: Peer, name: str) -> None:
+    _queue(peer, name)
+    peer.send(1, "message.consume", queue=name, destination="d")
+    peer.call(1, "queue.delete", queue=name)
+    peer.send(1, "message.cancel", destination="d")
+    # the channel is still open: a refused cancel would have closed it
+    assert peer.call(1, "queue.declare", queue=name).NAME == "queue.declare-ok"
+
+
 @rule("message.get.queue:empty-name")
 def test_get_with_an_empty_queue_name_and_no_declared_queue_is_530(peer: Peer) -> None:
     peer.send(1, "message.get", queue="", destination="g")
@@ -192,6 +202,21 @@ def test_no_more_transfers_in_flight_than_the_prefetch_count(
     peer.send(1, "session.ack", cumulative_seen_mark=1, seen_frame_set=[])
     assert _received(peer, 1) == [b"3"]
     peer.nothing(1, "message.transfer")
+
+
+@rule("message.qos.prefetch-size:non-responsive-client")
+def test_a_transfer_larger_than_the_prefetch_size_goes_when_nothing_is_unacknowledged(
+    peer_factory: Callable[..., Peer], name: str
+) -> None:
+    peer = peer_factory()
+    peer.call(1, "session.open", detached_lifetime=0)
+    _queue(peer, name, b"big" * 1000, b"small")
+    peer.send(1, "message.qos", prefetch_size=10)
+    peer.send(1, "message.consume", queue=name, destination="d")
+    assert _received(peer, 1) == [b"big" * 1000]  # over the size, sent all the same
+    peer.nothing(1, "message.transfer")  # the window is full until it is acknowledged
+    peer.send(1, "session.ack", cumulative_seen_mark=1, seen_frame_set=[])
+    assert _received(peer, 1) == [b"small"]
 
 
 @rule("domain.message-id:immutable")

@@ -30,6 +30,7 @@ from ...model.message import QueuedMessage
 from ...model.queues import Consumer, Queue, consumer_priority
 from ..abc import Channel
 from ..dialect import ChannelHandler
+from ..prefetch_size import within_prefetch_size
 from . import tx
 from .properties import to_draft, to_model
 from .state import state_of
@@ -52,8 +53,10 @@ class DraftSink:
             return True
         if consumer.prefetch and consumer.unacked >= consumer.prefetch:
             return False
-        limit = state_of(ch).channel_prefetch
-        return not limit or len(ch.unacked) < limit
+        state = state_of(ch)
+        if not within_prefetch_size(ch, state.prefetch_size):
+            return False
+        return not state.channel_prefetch or len(ch.unacked) < state.channel_prefetch
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         ch = self.ch
@@ -74,10 +77,17 @@ class DraftSink:
         self.ch.consumers.pop(consumer.tag, None)
 
 
-def basic_qos(ch: Channel, m: BasicQos | MessageQos) -> None:
+def basic_qos(ch: Channel, m: BasicQos) -> None:
     if m.prefetch_size:
         raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.qos prefetch-size {m.prefetch_size}")
+    set_prefetch(ch, m)
+
+
+def set_prefetch(ch: Channel, m: BasicQos | MessageQos) -> None:
+    """The prefetch window qos asks for: the size for the channel (``DraftSink``), the
+    count for the channel or its next consumers."""
     state = state_of(ch)
+    state.prefetch_size = m.prefetch_size
     if m.global_:
         state.channel_prefetch = m.prefetch_count
     else:

@@ -27,8 +27,8 @@ delivery tags, and session.ack settles those up to ``cumulative-seen-mark`` and 
 ``seen-frame-set`` (``sessions``); message.reject from the client requeues nothing (it
 answers a transfer of the client's, in the draft's grammar) and is ignored.
 
-Not implemented (540 naming them): a transfer's reject-unroutable and immediate, message.qos
-prefetch-size; message.offset and message.empty from a client.
+Not implemented (540 naming them): a transfer's reject-unroutable and immediate;
+message.offset and message.empty from a client.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from ..dialect import ChannelHandler
 from ..spec09 import staging
 from ..spec09.consumers import named_queue
 from . import tx
-from .basic import DraftSink, basic_qos, basic_recover, consume_with
+from .basic import DraftSink, basic_recover, consume_with, set_prefetch
 from .state import state_of
 
 _MODEL = spec_0_9_1.BasicProperties
@@ -194,7 +194,8 @@ def get(ch: Channel, m: MessageGet) -> None:
 
 
 def qos(ch: Channel, m: MessageQos) -> None:
-    basic_qos(ch, m)
+    """With its prefetch size (rule message.qos.prefetch-size:non-responsive-client)."""
+    set_prefetch(ch, m)
 
 
 def recover(ch: Channel, m: MessageRecover) -> None:

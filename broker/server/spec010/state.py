@@ -31,6 +31,8 @@ class DraftState:
     #: the prefetch count of the channel's next consumers, and the channel-wide one
     prefetch: int = 0
     channel_prefetch: int = 0
+    #: message.qos's prefetch size in octets (0: none; basic.qos refuses one)
+    prefetch_size: int = 0
     #: the session attached to the channel (None: opened by channel.open)
     session: Session | None = field(default=None)
     #: the methods of classes other than session and execution received on the channel
