@@ -3,7 +3,7 @@ by session.ack, over the same queues as basic content of any version."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pika
 import pytest
@@ -13,13 +13,6 @@ from amqp_protocol.values import Content
 from tests.spec09.peer import Peer
 
 rule = pytest.mark.spec010_rule
-
-
-@pytest.fixture
-def pika_channel(bundled_broker_url: str) -> Iterator[BlockingChannel]:
-    conn = pika.BlockingConnection(pika.URLParameters(bundled_broker_url))
-    yield conn.channel()
-    conn.close()
 
 
 def _session(peer_factory: Callable[..., Peer], queue: str) -> Peer:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
@@ -16,13 +15,6 @@ from broker import Broker
 from tests.spec09.peer import Peer
 
 rule = pytest.mark.spec010_rule
-
-
-@pytest.fixture
-def pika_channel(bundled_broker_url: str) -> Iterator[BlockingChannel]:
-    conn = pika.BlockingConnection(pika.URLParameters(bundled_broker_url))
-    yield conn.channel()
-    conn.close()
 
 
 def _queue(peer: Peer, queue: str, *bodies: bytes, **fields: object) -> None:
