@@ -67,7 +67,7 @@ def _consume_in_branch(peer: Peer, queue: str, xid: bytes) -> None:
     peer.send(1, "basic.ack", delivery_tag=got.method.delivery_tag)
 
 
-@rule("dtx-demarcation:transactionality")
+@rule("dtx-demarcation:transactionality", "dtx-demarcation.end:success")
 def test_rule_dtx_demarcation_transactionality_work_in_a_branch_waits_for_its_commit(
     peer: Peer, name: str, xid: bytes
 ) -> None:
@@ -181,6 +181,18 @@ def test_rule_dtx_coordination_recover_must_be_started(peer: Peer) -> None:
 def test_rule_dtx_coordination_recover_start_end_one_call_scans_and_ends(peer: Peer) -> None:
     peer.call(1, "dtx-coordination.recover", startscan=True, endscan=True)
     peer.send(1, "dtx-coordination.recover", startscan=False, endscan=False)
+    assert peer.error(1) == ("connection", 503)
+
+
+@rule("dtx-coordination.recover.startscan:recovery-already-open")
+def test_startscan_during_a_scan_restarts_it(peer: Peer, name: str, xid: bytes) -> None:
+    _publish_in_branch(peer, name, xid)
+    peer.call(1, "dtx-coordination.prepare", xid=xid)
+    peer.call(1, "dtx-coordination.recover", startscan=True)
+    again = peer.call(1, "dtx-coordination.recover", startscan=True)  # no error: restarted
+    assert xid in again.in_doubt["xids"]
+    assert xid in peer.call(1, "dtx-coordination.recover", endscan=True).in_doubt["xids"]
+    peer.send(1, "dtx-coordination.recover")  # the scan ended
     assert peer.error(1) == ("connection", 503)
 
 

@@ -74,6 +74,27 @@ def test_two_priority_levels_and_order_within_one_whatever_the_persistence(
     ]
 
 
+@rule("message:max-priority-levels")
+def test_ten_priority_levels(peer: Peer, name: str) -> None:
+    peer.call(1, "queue.declare", queue=name, arguments={"x-max-priority": 9})
+    for priority in range(10):
+        _transfer(peer, name, str(priority).encode(), priority=priority)
+    peer.send(1, "message.consume", queue=name, destination="d", no_ack=True)
+    assert _received(peer, 10) == [str(p).encode() for p in range(9, -1, -1)]
+
+
+@rule("message.consume:simultaneous-consumers")
+def test_sixteen_consumers_on_one_queue_each_get_a_transfer(peer: Peer, name: str) -> None:
+    _queue(peer, name)
+    destinations = [f"d{n}" for n in range(16)]
+    for destination in destinations:
+        peer.send(1, "message.consume", queue=name, destination=destination, no_ack=True)
+    for n in range(16):
+        _transfer(peer, name, str(n).encode())
+    got = [peer.expect(1, "message.transfer").method.destination for _ in range(16)]
+    assert sorted(got) == sorted(destinations)
+
+
 @rule("message.consume.queue:empty-queue-name")
 def test_consuming_with_an_empty_queue_name_uses_the_queue_declared_last(
     peer: Peer, name: str
@@ -139,7 +160,7 @@ def test_get_with_an_empty_queue_name_and_no_declared_queue_is_530(peer: Peer) -
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("message.recover:redelivered-flag")
+@rule("message.recover:redelivered-flag", "domain.redelivered:implementation")
 def test_recover_resends_unacknowledged_transfers_marked_redelivered(peer: Peer, name: str) -> None:
     _queue(peer, name, b"once")
     peer.send(1, "message.consume", queue=name, destination="d")

@@ -62,7 +62,7 @@ def test_session_ping_is_answered_by_pong(peer_factory: Callable[..., Peer]) -> 
     peer.expect(1, "session.pong")
 
 
-@rule("session.flow:initial-state")
+@rule("session.flow:initial-state", "session.flow:bidirectional")
 def test_rule_session_flow_initial_state_is_active_and_flow_stops_deliveries(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
