@@ -50,13 +50,14 @@ def _modules_that_can_claim() -> list[Path]:
 def _claimed(tmp: Path) -> dict[str, set[str]]:
     out = tmp / "claims.json"
     collect = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    subprocess.run(
+    run = subprocess.run(
         [*collect, "--conformance-claims", str(out), *map(str, _modules_that_can_claim())],
         cwd=TESTS.parent,
-        check=True,
         capture_output=True,
+        text=True,
         timeout=240,
     )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return {spec: set(ids) for spec, ids in json.loads(out.read_text()).items()}
 
 
