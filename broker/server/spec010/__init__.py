@@ -2,11 +2,11 @@
 the dialect ``Spec010Dialect``.
 
 Its channels use the same virtual hosts, exchanges, queues and messages as 0-9-1's and 0-9's.
-The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow), and
-this package's where the draft differs (``declarations``, ``basic``, ``sessions``,
-``queries``, ``message``, ``tx``, ``dtx``), some of them 0-9's where the draft keeps 0-9's
-rules. A method with no handler is answered 540 not-implemented, naming it
-(``ServerChannel.handle``); docs/conformance-0-10.md lists what is implemented.
+The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow,
+queue.purge/delete, basic.reject), and this package's where the draft differs
+(``declarations``, ``basic``, ``sessions``, ``queries``, ``message``, ``tx``, ``dtx``). A method
+with no handler is answered 540 not-implemented, naming it (``ServerChannel.handle``);
+docs/protocol-0-10.md says what is implemented, docs/conformance-0-10.md rule by rule.
 """
 
 from __future__ import annotations
