@@ -46,7 +46,7 @@ BODY = 16_000
 COUNT = 8  # twice the watermark
 
 
-@pytest.mark.spec010_rule("file:no-discard")
+@pytest.mark.spec010_rule("file:no-discard", "session.flow:throttling")
 def test_over_the_watermark_a_file_publisher_is_stopped_with_session_flow_and_nothing_is_lost(
     name: str,
 ) -> None:

@@ -8,7 +8,8 @@ this package's where the draft differs (``declarations``, ``basic``, ``sessions`
 ``queries``, ``message``, ``tx``, ``dtx``), some of them 0-9's where the draft keeps 0-9's
 rules; request frames are ``requests``'. Every method is checked against the channel's
 access tickets. A method with no handler is answered 540 not-implemented, naming it
-(``ServerChannel.handle``); docs/conformance-0-10.md lists what is implemented.
+(``ServerChannel.handle``); docs/protocol-0-10.md says what is implemented,
+docs/conformance-0-10.md rule by rule.
 """
 
 from __future__ import annotations

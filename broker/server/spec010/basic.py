@@ -3,7 +3,7 @@
 Its differences from 0-9-1 that matter here: basic.qos has no qos-ok, basic.publish has
 ``reject-unroutable`` instead of ``mandatory``, basic.recover has no recover-ok, and basic
 properties and field tables are the draft's (``properties``). Its rules are 0-9's, which
-the 0-9 dialect's code follows: a prefetch size (``spec09.unacked_within``), a requeued
+the 0-9 dialect's code follows: a prefetch size (``prefetch_size.within_prefetch_size``), a requeued
 reject that must not come back to its channel (``spec09.rejects``), an empty queue name
 without a declared queue (530), basic.recover refused in a transaction (406).
 
@@ -36,7 +36,8 @@ from ...model.message import QueuedMessage
 from ...model.queues import Consumer, Queue, consumer_priority
 from ..abc import Channel
 from ..dialect import ChannelHandler
-from ..spec09 import rejects, unacked_within
+from ..prefetch_size import within_prefetch_size
+from ..spec09 import rejects
 from . import tx
 from .declarations import names_a_queue
 from .properties import to_draft, to_model
@@ -64,7 +65,7 @@ class DraftSink:
         limit = state.channel_prefetch
         if limit and len(ch.unacked) >= limit:
             return False
-        return unacked_within(ch, state.prefetch_size)
+        return within_prefetch_size(ch, state.prefetch_size)
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         ch = self.ch

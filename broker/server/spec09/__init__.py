@@ -26,6 +26,7 @@ from amqp_protocol.generated.any_version import (
 )
 
 from ...model.message import Message
+from .. import prefetch_size
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, ContentHandler, Dialect
@@ -82,16 +83,8 @@ def _basic_qos(channel: Channel, m: BasicQos) -> None:
 
 
 def within_prefetch_size(channel: Channel) -> bool:
-    return unacked_within(channel, state_of(channel).prefetch_size)
-
-
-def unacked_within(channel: Channel, size: int) -> bool:
-    """Rule basic.qos.prefetch-size:01 (0-9; the draft's :ignore): the prefetch ``size``
-    never holds back a message when nothing is unacknowledged; otherwise more go only while
-    the unacknowledged octets stay under it."""
-    if not size or not channel.unacked:
-        return True
-    return sum(len(entry.message.body) for _, _, entry in channel.unacked.values()) < size
+    """Rule basic.qos.prefetch-size:01 (``prefetch_size``)."""
+    return prefetch_size.within_prefetch_size(channel, state_of(channel).prefetch_size)
 
 
 def _tx_commit(core: ChannelHandler) -> ChannelHandler:
