@@ -13,7 +13,7 @@ import pytest
 
 from amqp_protocol import SPEC_0_10
 from broker import Broker
-from tests.spec09.flows import receive_file
+from tests.spec09.flows import publish_file, receive_file
 from tests.spec09.peer import Peer
 from tests.spec09.test_access_tickets import TICKETED as TICKETED_0_9
 
@@ -104,3 +104,20 @@ def test_every_ticketed_method_of_the_draft_refuses_a_ticket_never_granted(
         refused = peer.spec.method(method)(ticket=77, **FIELDS.get(method, {}))
         peer.sock.sendall(peer.proto.send_method(1, refused))  # exchange.query has a `name`
     assert peer.channel_error(1) == 403
+
+
+@pytest.mark.spec010_rule("queue:any-content")
+def test_basic_file_and_stream_contents_share_a_queue_and_are_delivered_apart(
+    peer: Peer, name: str
+) -> None:
+    peer.call(1, "queue.declare", queue=name)
+    peer.send_content(1, "basic.publish", b"basic", exchange="", routing_key=name)
+    publish_file(peer, 1, name, b"file", f"any-{name}")
+    peer.send_content(1, "stream.publish", b"stream", exchange="", routing_key=name)
+    peer.call(1, "stream.consume", queue=name)
+    assert peer.expect(1, "stream.deliver").body == b"stream"
+    peer.call(1, "file.consume", queue=name, no_ack=True)
+    assert receive_file(peer, 1)[1] == b"file"
+    peer.send(1, "basic.get", queue=name, no_ack=True)
+    assert peer.expect(1, "basic.get-ok").body == b"basic"
+    peer.call(1, "basic.get", queue=name, reply="basic.get-empty")
