@@ -56,6 +56,9 @@ class Dialect:
     #: A new classic queue refuses ``x-delivery-limit`` (as RabbitMQ does over 0-9-1); else
     #: the limit applies (rule basic.deliver:01 of 0-9).
     refuses_classic_delivery_limit = False
+    #: Method arguments that do not decode are reported 501 frame-error, as RabbitMQ reports
+    #: them, instead of the 502 syntax-error the protocol layer raises.
+    syntax_errors_are_frame_errors = False
     #: A published message that its exchange's alternate exchange cannot route either goes
     #: on to that exchange's alternate exchange (RabbitMQ); else it is dropped there.
     alternates_chain = True

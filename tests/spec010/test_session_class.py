@@ -153,14 +153,6 @@ def test_rule_session_open_expiration_a_suspended_session_ends_after_its_lifetim
     assert second.error(2) == ("channel", 404)
 
 
-def test_request_frames_are_540_naming_them(peer_factory: Callable[..., Peer]) -> None:
-    peer = peer_factory()
-    _open_session(peer)
-    peer.sock.sendall(peer.proto.send_request(1, peer.method("session.ping"), request_id=1))
-    close = peer.expect(0, "connection.close").method
-    assert close.reply_code == 540 and "frame-request" in close.reply_text
-
-
 def test_a_channel_exception_on_a_session_ends_it_with_session_closed_carrying_the_code(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:

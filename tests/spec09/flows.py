@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from amqp_protocol import SPEC_0_9, Spec
+
 from .peer import Peer
 
 
-def peer_on(url: str) -> Peer:
-    """A new 0-9 peer with channel 1 open."""
-    peer = Peer(url)
+def peer_on(url: str, spec: Spec = SPEC_0_9) -> Peer:
+    """A new peer (0-9 by default) with channel 1 open."""
+    peer = Peer(url, spec)
     peer.open_channel(1)
     return peer
 

@@ -12,7 +12,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from amqp_protocol import SPEC_0_9, Connection, Spec
+from amqp_protocol import SPEC_0_9, Connection, Spec, events
 
 TIMEOUT = 5.0
 
@@ -137,6 +137,17 @@ class Peer:
             return self.call(channel, "execution.flush", "execution.complete")
         return self.expect(channel, *names).method
 
+    def request(
+        self, channel: int, name: str, request_id: int, /, body: bytes | None = None, **fields: Any
+    ) -> None:
+        """0-10 draft: ``name`` in a frame-request (with its content when ``body`` is given)."""
+        method = self.method(name, **fields)
+        data = self.proto.send_request(channel, method, request_id)
+        if body is not None:
+            properties = self.spec.properties(name.split(".")[0])()
+            data += self.proto.content_frames(channel, properties, body)
+        self.sock.sendall(data)
+
     def open_channel(self, channel: int = 1) -> int:
         self.call(channel, "channel.open")
         return channel
@@ -183,6 +194,20 @@ class Peer:
                 raise AssertionError(
                     f"no {names} on channel {channel} within {timeout}s; got {seen}"
                 )
+
+    def expect_response(self, channel: int, timeout: float = TIMEOUT) -> events.ResponseReceived:
+        """0-10 draft: the first frame-response on ``channel``; AssertionError naming what
+        came instead on timeout or on a connection.close."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, ev in enumerate(self.pending):
+                if isinstance(ev, events.ResponseReceived) and ev.received.channel == channel:
+                    return self.pending.pop(i)  # type: ignore[no-any-return]
+                method = getattr(ev, "method", None)
+                if method is not None and method.NAME == "connection.close":
+                    raise AssertionError(f"expected a response, got {method}")
+            if self.closed or not self._read(deadline):
+                raise AssertionError(f"no response on channel {channel}; got {self.pending}")
 
     def nothing(self, channel: int, *names: str, wait: float = 0.3) -> None:
         """Assert that no ``names`` method arrives on ``channel`` within ``wait`` seconds."""

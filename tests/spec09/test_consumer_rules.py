@@ -167,7 +167,11 @@ def test_a_requeued_reject_in_a_transaction_follows_the_same_rule(
     assert other.expect(1, "basic.deliver").body == b"rejected"
 
 
-@rule("file.reject.requeue:01", "file.reject:01")
+@in_both_dialects(
+    "file.reject.requeue:01",
+    "file.reject:01",
+    draft=("file.reject.requeue:requeue-strategy", "file.reject:server-interpretation"),
+)
 def test_a_requeued_file_reject_is_not_given_back_to_its_channel(peer: Peer, name: str) -> None:
     reject_a_file(peer, name, requeue=True)
     peer.nothing(1, "file.open")

@@ -193,11 +193,6 @@ def basic_reject(ch: Channel, m: BasicReject) -> None:
     rejects.reject(ch, m.delivery_tag, m.requeue)
 
 
-def closing(ch: Channel) -> None:
-    """The channel closes: the deliveries it rejected go back to their queues."""
-    rejects.release_parked(ch)
-
-
 HANDLERS: dict[str, ChannelHandler] = {
     "basic.qos": basic_qos,
     "basic.consume": names_a_queue(basic_consume),
