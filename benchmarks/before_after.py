@@ -167,8 +167,10 @@ def measure(trees: dict[str, Path], quick: bool) -> dict[str, Any]:
             print(f"round {number + 1}: {order}, load {os.getloadavg()}", file=sys.stderr)
             for tree in order:
                 root = trees[tree]
+                print(f"{tree}: codec", file=sys.stderr)
                 _add(results["codec instructions"], tree, codec_counts(callgrind, root, codec_n))
                 _add(results["codec rate"], tree, codec_rates(root, quick))
+                print(f"{tree}: broker", file=sys.stderr)
                 counts = broker_figures(
                     counted[tree].port, broker_n, (callgrind, counted[tree].pid)
                 )

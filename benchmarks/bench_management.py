@@ -196,6 +196,10 @@ def instruction_counts(quick: bool) -> dict[str, dict[str, list[float]]]:
                         with callgrind.count(brokers[mode].pid) as counted:
                             fn()
                         counts[mode].setdefault(name, []).append(counted.instructions / n)
+                        print(
+                            f"{mode}, {name}: {counted.instructions / n:,.0f} instr/msg",
+                            file=sys.stderr,
+                        )
         with contextlib.ExitStack() as idle:
             windows = {
                 mode: idle.enter_context(callgrind.count(b.pid)) for mode, b in brokers.items()
