@@ -2,10 +2,12 @@
 management listener on (its counters bumped on every publish, delivery and ack, its sampler
 ticking, nothing polling) beside the same broker without either, and beside one with the
 counters but no listener ("counters"), in one run, the three interleaved over several rounds
-(the order rotating each round): the median of each figure, and the spread of the per-round
-ratios (on/off, counters/off) of the broker's CPU seconds per million messages (issue 18's
-bound: at most 3%), the figure that holds best when the machine is loaded; and the resident
-memory per queue and per connection of on and off. The load average is printed with it.
+(the order rotating each round). First the broker's instructions per message, counted under
+callgrind (``instructions.py``), which the machine's load does not move: the figure that
+decides issue 18's bound (statistics cost at most 3%). Then at full speed: the median of each
+figure, the spread of the per-round ratios (on/off, counters/off) of the broker's CPU seconds
+per million messages, and the resident memory per queue and per connection of on and off.
+The load average is printed with it.
 
 The counters are plain increments that run whether the listener is on or not (a flag to skip
 them would cost as much as they do), so "off" is a copy of this broker's package with every
