@@ -19,11 +19,12 @@ Beside it, on the same broker in the same run, each reading the same backlog ref
 They alternate over rounds (two, one with ``--quick``), each round in another order, and each
 keeps its best: the machine is shared, and load only ever slows a run down. Every run's CPU
 per process (broker, JVM, the source's runner, the executors, this process) is read from
-``/proc``; the rows give it per million rows for the best run. Three brokers: RabbitMQ 4 and
-RabbitMQ 3.10 (``AMQP_SPARK_RABBITMQ_URL`` / ``AMQP_SPARK_RABBITMQ3_URL`` or private nodes,
-tests/support/rabbitmq.py) and the bundled broker in its own process (``python -m broker``).
-``python -m benchmarks.bench_source [--count N] [--rounds R]`` runs it alone and prints the
-load average beside each run.
+``/proc``; the rows give it per million rows for the best run. Three brokers, in this order:
+the bundled broker in its own process (``python -m broker``), RabbitMQ 4 and RabbitMQ 3.10
+(``AMQP_SPARK_RABBITMQ_URL`` / ``AMQP_SPARK_RABBITMQ3_URL`` or private nodes,
+tests/support/rabbitmq.py). ``python -m benchmarks.bench_source [--count N] [--rounds R]``
+runs it alone, prints every run with the load average at its start and end, then the rows
+and one Markdown table of every contender's best with its CPU per process.
 """
 
 from __future__ import annotations
@@ -211,26 +212,57 @@ def _rows(broker: str, count: int, best: dict[str, Best]) -> list[Row]:
     return rows
 
 
-def run(quick: bool, count: int | None = None, rounds: int | None = None) -> list[Row]:
-    count = count or (100_000 if quick else 1_000_000)
-    rounds = rounds or (1 if quick else 2)
+def measure(count: int, rounds: int) -> dict[str, dict[str, Best]]:
+    """Per broker (the bundled one, RabbitMQ 4, RabbitMQ 3.10), each contender's best."""
     brokers: list[tuple[str, Callable[[], contextlib.AbstractContextManager[str]]]] = [
+        ("bundled broker", _bundled),
         ("RabbitMQ 4", lambda: rabbitmq(4)),
         ("RabbitMQ 3.10", lambda: rabbitmq(3)),
-        ("bundled broker", _bundled),
     ]
-    rows: list[Row] = []
+    found: dict[str, dict[str, Best]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-source-") as scratch:
         spark = local_session(Path(scratch))
         spark.dataSource.register(AMQPDataSource)
         try:
             for broker, start_broker in brokers:
                 with start_broker() as url:
-                    best = _best_rates(spark, url, count, rounds, Path(scratch), broker)
-                rows += _rows(broker, count, best)
+                    found[broker] = _best_rates(spark, url, count, rounds, Path(scratch), broker)
         finally:
             spark.stop()
-    return rows
+    return found
+
+
+def markdown(found: dict[str, dict[str, Best]]) -> str:
+    """One table of every broker and contender (defaults first): rows/s, the ratio to the raw
+    client (and to the pika loop for the defaults), CPU-s per million rows per process."""
+    lines = [
+        "| broker | contender | rows/s | vs raw client | vs pika loop | "
+        + " | ".join(KINDS)
+        + " |",
+        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in KINDS) + " |",
+    ]
+    for broker, best in found.items():
+        raw, pika = best[RAW].rate, best[HAND_WRITTEN].rate
+        for name in (SOURCE, TUNED, RAW, HAND_WRITTEN):
+            b = best[name]
+            versus_pika = f"{b.rate / pika:.2f}x" if name == SOURCE and pika else ""
+            lines.append(
+                f"| {broker} | {name} | {b.rate:,.0f} | {b.rate / raw:.2f}x | {versus_pika} | "
+                + " | ".join(f"{b.cpu.get(k, 0.0):.1f}" for k in KINDS)
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def _size(quick: bool, count: int | None, rounds: int | None) -> tuple[int, int]:
+    """The backlog and the rounds: as given, else 1M and two rounds (``quick``: 100k, one)."""
+    return count or (100_000 if quick else 1_000_000), rounds or (1 if quick else 2)
+
+
+def run(quick: bool, count: int | None = None, rounds: int | None = None) -> list[Row]:
+    count, rounds = _size(quick, count, rounds)
+    found = measure(count, rounds)
+    return [r for broker, best in found.items() for r in _rows(broker, count, best)]
 
 
 if __name__ == "__main__":
@@ -241,8 +273,13 @@ if __name__ == "__main__":
     parser.add_argument("--count", type=int, help="messages in the backlog")
     parser.add_argument("--rounds", type=int, help="rounds (each contender once a round)")
     args = parser.parse_args()
-    for r in run(args.quick, args.count, args.rounds):
-        ref = r["reference"]
-        ratio = f" ({r['ours'] / ref:.2f}x)" if ref else ""
-        name = r["reference_name"] or "-"
-        print(f"{r['figure']}: {r['ours']:,.1f} vs {name} {ref or 0:,.1f}{ratio}")
+    count, rounds = _size(args.quick, args.count, args.rounds)
+    found = measure(count, rounds)
+    for broker, best in found.items():
+        for r in _rows(broker, count, best):
+            ref = r["reference"]
+            ratio = f" ({r['ours'] / ref:.2f}x)" if ref else ""
+            name = r["reference_name"] or "-"
+            print(f"{r['figure']}: {r['ours']:,.1f} vs {name} {ref or 0:,.1f}{ratio}")
+    print(f"\nBest of each, CPU-s per million rows per process ({count:,} x 100 B):\n")
+    print(markdown(found))

@@ -1,0 +1,86 @@
+"""One AvailableNow run of the source at fixed options on the bundled broker, for comparing
+two trees (issue 19's before/after): ``python benchmarks/source_one_run.py [--count N]``
+prints one JSON line (rows/s, CPU-s per million rows per process).
+
+The run is the tree's own ``bench_source`` harness (its ``_fill`` and ``_source_rate``, the
+same in both trees, ``prefetch`` 131070), its ``bundled_broker`` and ``tests.support.spark``:
+run it with another checkout's interpreter from that checkout, and the broker, the source,
+Spark's Python workers (``PYSPARK_PYTHON`` is this interpreter) are that tree's; the JSON says where
+the workers imported ``amqp_spark`` from. The CPU sampler is loaded from this file's folder,
+so the same one measures both trees. Alternate the trees run by run (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import inspect
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path.cwd()))  # the checkout run from, not this file's
+
+from amqp_spark.datasource import AMQPDataSource  # noqa: E402
+from benchmarks.bench_broker import bundled_broker  # noqa: E402
+from benchmarks.bench_source import SOURCE_PREFETCH, _fill, _source_rate  # noqa: E402
+from tests.support.spark import local_session  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location(
+    "process_cpu", Path(__file__).with_name("process_cpu.py")
+)
+assert _spec is not None and _spec.loader is not None
+process_cpu = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(process_cpu)
+
+
+def _run(spark: Any, url: str, count: int, scratch: Path) -> float:
+    """The tree's own ``_source_rate`` at ``prefetch`` 131070 (trees from before the default
+    window fix that prefetch and take no options)."""
+    if "options" in inspect.signature(_source_rate).parameters:
+        return _source_rate(spark, url, count, scratch, prefetch=str(SOURCE_PREFETCH))
+    return _source_rate(spark, url, count, scratch)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--count", type=int, default=200_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="source-one-run-") as scratch:
+        spark = local_session(Path(scratch))
+        spark.dataSource.register(AMQPDataSource)
+        try:
+            workers_import = (
+                spark.sparkContext.parallelize([0], 1)
+                .map(lambda _: __import__("amqp_spark").__file__)
+                .collect()[0]
+            )
+            with bundled_broker() as (host, port):
+                url = f"amqp://guest:guest@{host}:{port}/%2F"
+                _fill(url, 1000)
+                _run(spark, url, 1000, Path(scratch))  # warm-up
+                _fill(url, args.count)
+                load = Path("/proc/loadavg").read_text().split()[0]
+                with process_cpu.ProcessCPU() as cpu:
+                    rate = _run(spark, url, args.count, Path(scratch))
+                per_million = {k: v * 1e6 / args.count for k, v in cpu.seconds.items()}
+        finally:
+            spark.stop()
+    print(
+        json.dumps(
+            {
+                "tree": str(Path.cwd()),
+                "workers_import": workers_import,
+                "rows_per_s": round(rate),
+                "cpu_s_per_million": {k: round(v, 1) for k, v in per_million.items()},
+                "load": f"{load}-{Path('/proc/loadavg').read_text().split()[0]}",
+            }
+        ),
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
