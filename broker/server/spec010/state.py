@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...model.clock import TimerHandle
 from ..abc import Channel
 from ..spec09.state import Spec09State
 
@@ -21,7 +21,7 @@ class Session:
     channel: Channel
     detached_lifetime: int
     attached: bool = True
-    timer: asyncio.TimerHandle | None = None
+    timer: TimerHandle | None = None
     #: the last frame-id the client announced with session.high-water-mark
     seen_mark: int = 0
 
