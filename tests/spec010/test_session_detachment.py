@@ -40,10 +40,18 @@ def _consuming(peer: Peer, name: str, lifetime: int, *bodies: bytes) -> tuple[uu
 
 
 def _resumes_with_its_deliveries(peer: Peer, session_id: uuid.UUID, unacked: list) -> None:
-    """The session resumes on ``peer``'s channel 3: acking its two deliveries there frees its
-    prefetch window, and its consumer delivers the third message."""
-    attached = peer.call(3, "session.resume", session_id=session_id)
-    assert (attached.NAME, attached.session_id) == ("session.attached", session_id)
+    """The session resumes on ``peer``'s channel 3 (a socket's loss reaches the broker
+    asynchronously: until it has, the session is still attached, 405): acking its two
+    deliveries there frees its prefetch window, and its consumer delivers the third
+    message."""
+    for _ in range(50):
+        peer.send(3, "session.resume", session_id=session_id)
+        reply = peer.expect(3, "session.attached", "channel.close").method
+        if reply.NAME == "session.attached":
+            break
+        assert reply.reply_code == 405
+        peer.send(3, "channel.close-ok")
+    assert (reply.NAME, reply.session_id) == ("session.attached", session_id)
     peer.send(3, "basic.ack", delivery_tag=unacked[1].method.delivery_tag, multiple=True)
     third = peer.expect(3, "basic.deliver")
     assert (third.method.consumer_tag, third.body) == ("kept", b"c")
@@ -53,73 +61,38 @@ def _message_count(peer: Peer, channel: int, name: str) -> int:
     return int(peer.call(channel, "queue.declare", queue=name, passive=True).message_count)
 
 
-@rule("session.open:expiration")
-def test_a_session_whose_socket_closes_without_suspend_resumes_on_another_connection(
-    peer_factory: Callable[..., Peer], name: str
-) -> None:
-    first = peer_factory()
-    session_id, unacked = _consuming(first, name, 60, b"a", b"b", b"c")
-    first.sock.close()
-    first.closed = True
-    second = peer_factory()
-    second.open_channel(1)
-    # the socket's loss reaches the broker asynchronously: resume once it has detached
-    for _ in range(50):
-        second.send(3, "session.resume", session_id=session_id)
-        reply = second.expect(3, "session.attached", "channel.close")
-        if reply.method.NAME == "session.attached":
-            break
-        assert reply.method.reply_code == 405  # still attached to the lost connection
-        second.send(3, "channel.close-ok")
-    else:
-        pytest.fail("the session never detached")
-    second.send(3, "basic.ack", delivery_tag=unacked[1].method.delivery_tag, multiple=True)
-    third = second.expect(3, "basic.deliver")
-    assert (third.method.consumer_tag, third.body) == ("kept", b"c")
-    assert _message_count(second, 1, name) == 0
+def _socket_closed(peer: Peer) -> None:
+    peer.sock.close()
+    peer.closed = True
+
+
+def _channel_closed(peer: Peer) -> None:
+    close = {"reply_code": 200, "reply_text": "", "class_id": 0, "method_id": 0}
+    peer.call(1, "channel.close", "channel.close-ok", **close)
+    peer.nothing(1, "basic.deliver")
+
+
+def _hard_error(peer: Peer) -> None:
+    """ "as a result of application action or of application error": the connection.close
+    of a hard error (504 channel-busy) detaches the session too."""
+    peer.send(1, "session.open", detached_lifetime=0)
+    assert peer.connection_error() == 504
+    peer.send(0, "connection.close-ok")
+    peer.closed = True
 
 
 @rule("session.open:expiration")
-def test_a_session_whose_connection_closes_detaches_and_resumes_elsewhere(
-    peer_factory: Callable[..., Peer], name: str
+@pytest.mark.parametrize(
+    "lose",
+    [_socket_closed, Peer.close, _channel_closed, _hard_error],
+    ids=["socket-closed", "connection-close", "channel-close", "hard-error"],
+)
+def test_a_session_detached_without_suspend_resumes_on_another_connection(
+    peer_factory: Callable[..., Peer], name: str, lose: Callable[[Peer], None]
 ) -> None:
     first = peer_factory()
     session_id, unacked = _consuming(first, name, 60, b"a", b"b", b"c")
-    first.close()
-    _resumes_with_its_deliveries(peer_factory(), session_id, unacked)
-
-
-@rule("session.open:expiration")
-def test_a_session_whose_channel_is_closed_by_channel_close_detaches(
-    peer_factory: Callable[..., Peer], name: str
-) -> None:
-    first = peer_factory()
-    session_id, unacked = _consuming(first, name, 60, b"a", b"b", b"c")
-    first.call(
-        1,
-        "channel.close",
-        "channel.close-ok",
-        reply_code=200,
-        reply_text="",
-        class_id=0,
-        method_id=0,
-    )
-    first.nothing(1, "basic.deliver")
-    _resumes_with_its_deliveries(peer_factory(), session_id, unacked)
-
-
-@rule("session.open:expiration")
-def test_a_session_whose_connection_the_server_closes_for_a_hard_error_detaches(
-    peer_factory: Callable[..., Peer], name: str
-) -> None:
-    """ "as a result of application action or of application error": a hard error's
-    connection.close detaches the session too."""
-    first = peer_factory()
-    session_id, unacked = _consuming(first, name, 60, b"a", b"b", b"c")
-    first.send(1, "session.open", detached_lifetime=0)  # channel-busy: 504, a hard error
-    assert first.connection_error() == 504
-    first.send(0, "connection.close-ok")
-    first.closed = True
+    lose(first)
     _resumes_with_its_deliveries(peer_factory(), session_id, unacked)
 
 
