@@ -159,8 +159,7 @@ class AMQPConnection(asyncio.Protocol):
         self._report_unanswered_close()
         if self._timer is not None:
             self._timer.cancel()
-        for channel in list(self.channels.values()):
-            channel.teardown()
+        self._lose_channels()
         self.channels.clear()
         if self.vhost is not None:
             self.vhost.delete_owned_by(self)
@@ -522,6 +521,13 @@ class AMQPConnection(asyncio.Protocol):
     def forget_channel(self, channel_id: int) -> None:
         self.channels.pop(channel_id, None)
 
+    def _lose_channels(self) -> None:
+        """The connection is closing or gone (connection.close either way, socket closed,
+        heartbeat timeout): its dialect tears each channel down or keeps it (the 0-10
+        draft's sessions detach)."""
+        for channel in list(self.channels.values()):
+            self._spoken.channel_lost(channel)
+
     def _fail(self, err: errors.AMQPError) -> None:
         log.info(
             "connection %s error: %s (class %d method %d)",
@@ -539,8 +545,7 @@ class AMQPConnection(asyncio.Protocol):
         if self.proto.spec is None or self._state == "header":
             self.abort()
             return
-        for channel in list(self.channels.values()):
-            channel.teardown()
+        self._lose_channels()
         close = self.spec.method("connection.close")(
             reply_code=code, reply_text=text, class_id=class_id, method_id=method_id
         )
@@ -723,8 +728,7 @@ class AMQPConnection(asyncio.Protocol):
 
     def _close(self, m: ConnectionClose) -> None:
         log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
-        for channel in list(self.channels.values()):
-            channel.teardown()
+        self._lose_channels()
         self.send_method(0, self.spec.method("connection.close-ok")())
         self.abort()
 

@@ -87,6 +87,11 @@ class Dialect:
     def channel_closing(self, channel: Channel) -> None:
         """The channel is being torn down (before its consumers are cancelled)."""
 
+    def channel_lost(self, channel: Channel) -> None:
+        """The channel's connection is closing or gone: by default the channel is torn down
+        (the 0-10 draft's sessions detach instead, rule session.open:expiration)."""
+        channel.teardown()
+
     def open_channel(
         self, conn: Connection, channel_id: int, method: Method, new: Callable[[], _C]
     ) -> _C | None:

@@ -121,3 +121,20 @@ def test_basic_file_and_stream_contents_share_a_queue_and_are_delivered_apart(
     peer.send(1, "basic.get", queue=name, no_ack=True)
     assert peer.expect(1, "basic.get-ok").body == b"basic"
     peer.call(1, "basic.get", queue=name, reply="basic.get-empty")
+
+
+@pytest.mark.spec010_rule("queue:any-content")
+def test_declare_ok_and_purge_count_and_purge_every_content_class(peer: Peer, name: str) -> None:
+    """As in 0-9: queue.declare-ok's message-count and queue.purge(-ok) cover a queue's
+    file and stream contents too, not its basic messages alone."""
+    peer.call(1, "queue.declare", queue=name)
+    peer.send_content(1, "basic.publish", b"basic", exchange="", routing_key=name)
+    publish_file(peer, 1, name, b"file", f"count-{name}")
+    peer.send_content(1, "stream.publish", b"stream", exchange="", routing_key=name)
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 3
+    assert peer.call(1, "queue.declare", queue=name).message_count == 3
+    assert peer.call(1, "queue.purge", queue=name).message_count == 3
+    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
+    peer.call(1, "stream.consume", queue=name)
+    peer.call(1, "file.consume", queue=name, no_ack=True)
+    peer.nothing(1, "stream.deliver", "file.open")

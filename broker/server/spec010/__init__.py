@@ -2,8 +2,9 @@
 the dialect ``Spec010Dialect``.
 
 Its channels use the same virtual hosts, exchanges, queues and messages as 0-9-1's and 0-9's.
-The handlers are the core's where the draft's method is 0-9-1's (channel.close/flow), 0-9's
-for the classes the draft keeps from 0-9 (``classes09``: access, file, stream, tunnel), and
+The handlers are the core's where the draft's method is 0-9-1's (channel.close-ok/flow, and
+channel.close but on a session's channel, which it detaches: ``sessions``), 0-9's for the
+classes the draft keeps from 0-9 (``classes09``: access, file, stream, tunnel), and
 this package's where the draft differs (``declarations``, ``basic``, ``sessions``,
 ``queries``, ``message``, ``tx``, ``dtx``), some of them 0-9's where the draft keeps 0-9's
 rules; request frames are ``requests``'. Every method is checked against the channel's
@@ -32,7 +33,6 @@ _C = TypeVar("_C", bound=Channel)
 
 #: The core's handlers that answer the draft's method as the draft asks.
 _FROM_CORE = (
-    "channel.close",
     "channel.close-ok",
     "channel.flow",
     "channel.flow-ok",
@@ -40,9 +40,10 @@ _FROM_CORE = (
 
 
 def _channel_handlers(
-    session_handlers: dict[str, ChannelHandler], dtx_handlers: dict[str, ChannelHandler]
+    known: sessions.Sessions, dtx_handlers: dict[str, ChannelHandler]
 ) -> dict[str, ChannelHandler]:
     table = {name: CORE_HANDLERS[name] for name in _FROM_CORE}
+    table["channel.close"] = known.channel_close
     table.update(declarations.HANDLERS)
     table.update(basic.HANDLERS)
     table.update(queries.HANDLERS)
@@ -51,7 +52,7 @@ def _channel_handlers(
     table.update(dtx_handlers)
     table.update(classes09.HANDLERS)
     table = {name: _counted(name, handler) for name, handler in table.items()}
-    table.update(session_handlers)
+    table.update(known.handlers())
     return table
 
 
@@ -105,7 +106,7 @@ class Spec010Dialect(Dialect):
         self.requests = Requests()
         super().__init__(
             SPEC_0_10,
-            _channel_handlers(self.sessions.handlers(), self.branches.handlers()),
+            _channel_handlers(self.sessions, self.branches.handlers()),
             {name: _counted_content(handler) for name, handler in _CONTENT_HANDLERS.items()},
         )
 
@@ -123,6 +124,9 @@ class Spec010Dialect(Dialect):
         self.branches.closing(channel)
         tx.closing(channel)
         self.sessions.ended(channel)
+
+    def channel_lost(self, channel: Channel) -> None:
+        self.sessions.lost(channel)
 
     def open_channel(
         self, conn: Connection, channel_id: int, method: Method, new: Callable[[], _C]

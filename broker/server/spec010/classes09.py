@@ -21,6 +21,8 @@ the 0-9 classes' methods against the user's permissions (``check``), as in 0-9.
 
 from __future__ import annotations
 
+from amqp_protocol.generated.spec_0_10 import FileAck
+
 from ..abc import Channel, Connection
 from ..dialect import ChannelHandler
 from ..spec09 import (
@@ -32,11 +34,19 @@ from ..spec09 import (
     stream_class,
 )
 from ..spec09.lanes import register_contents
+from . import tx
 from .state import state_of
+
+
+def _file_ack(ch: Channel, m: FileAck) -> None:
+    """file.ack, held until commit in the draft's transaction as basic.ack is (``tx``)."""
+    tx.ack(ch, m.delivery_tag, m.multiple)
+
 
 HANDLERS: dict[str, ChannelHandler] = {}
 for _module in (access, file, stream_class):
     HANDLERS.update(_module.HANDLERS)
+HANDLERS["file.ack"] = _file_ack
 CONTENT_HANDLERS = CLASS_CONTENT_HANDLERS
 check = access.check
 

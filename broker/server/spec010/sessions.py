@@ -8,8 +8,17 @@ the session keeps its name, its consumers and their unacknowledged deliveries, a
 consumers get nothing more, for its detached lifetime; a session.resume naming it, on any
 connection of the same user to the same virtual host, attaches it to that channel (answered
 session.attached) and its deliveries carry on there; when the lifetime runs out first, the
-session ends as a closed channel does (its deliveries go back to their queues). A channel
-that closes with its connection ends its session.
+session ends as a closed channel does (its deliveries go back to their queues).
+
+Detachment may also be implicit (rule session.open:expiration: "Whether the detachment is
+explicit or implicit, as a result of application action or of application error"): a
+session whose connection is lost (socket closed, connection.close from either side, a hard
+error included, heartbeat timeout) or whose channel is closed by channel.close detaches as
+session.suspend detaches it, without session.detached, and lives for its detached lifetime
+(0: it ends at once). The exclusive queues its connection declared still go when that
+connection closes, also when the session was resumed elsewhere: the draft ties an exclusive
+queue to the connection ("cannot be used by any other connections until the declaring
+connection closes"; with auto-delete it "MUST be deleted when the connection closes").
 
 Errors: resuming a session that does not exist is 404 not-found; one attached to a channel
 (rule session.resume:session-busy), or of another user or virtual host, is 405
@@ -39,7 +48,9 @@ from amqp_protocol.generated.spec_0_10 import (
     SessionResume,
 )
 
+from ...model.clock import Clock
 from ..abc import Channel, Connection
+from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler
 from . import tx
 from .state import Session, state_of
@@ -52,6 +63,9 @@ class Sessions:
 
     def __init__(self) -> None:
         self._sessions: dict[uuid.UUID, Session] = {}
+        #: what detached lifetimes count on (None: the event loop of the session's
+        #: connection; tests put a fake clock here)
+        self.clock: Clock | None = None
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -88,11 +102,39 @@ class Sessions:
         return channel
 
     def suspend(self, ch: Channel, m: object) -> None:
-        session = _session_of(ch, "session.suspend")
+        _session_of(ch, "session.suspend")
+        self._detach(ch, "session.detached")
+
+    def lost(self, ch: Channel) -> None:
+        """The channel's connection is closing or gone: its session, if any, detaches
+        (implicit detachment); a channel opened by channel.open is torn down."""
+        if state_of(ch).session is None:
+            ch.teardown()
+        else:
+            self._detach(ch, None)
+
+    def channel_close(self, ch: Channel, m: object) -> None:
+        """channel.close on a session's channel detaches the session (answered
+        channel.close-ok); on a channel opened by channel.open it is the core's."""
+        if state_of(ch).session is None:
+            CORE_HANDLERS["channel.close"](ch, m)
+        else:
+            self._detach(ch, "channel.close-ok")
+
+    def _detach(self, ch: Channel, reply: str | None) -> None:
+        """Detach the channel's session from it (answered ``reply`` if any) and start its
+        detached lifetime, at whose end the session ends; with a lifetime of 0 it ends now."""
+        session = state_of(ch).session
+        assert session is not None
         session.attached = False
         ch.conn.forget_channel(ch.id)
-        ch.send(ch.conn.spec.method("session.detached")())
-        session.timer = ch.conn.loop.call_later(session.detached_lifetime, ch.teardown)
+        if reply is not None:
+            ch.send(ch.conn.spec.method(reply)())
+        if session.detached_lifetime == 0:
+            ch.teardown()
+            return
+        clock: Clock = self.clock or ch.conn.loop
+        session.timer = clock.call_later(session.detached_lifetime, ch.teardown)
 
     def close(self, ch: Channel, m: object) -> None:
         _session_of(ch, "session.close")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...model.clock import TimerHandle
 from ..abc import Channel
 from ..spec09.state import Spec09State
 
@@ -21,7 +21,7 @@ class Session:
     channel: Channel
     detached_lifetime: int
     attached: bool = True
-    timer: asyncio.TimerHandle | None = None
+    timer: TimerHandle | None = None
     #: the last frame-id the client announced with session.high-water-mark
     seen_mark: int = 0
 
@@ -46,8 +46,8 @@ class DraftState:
     #: reference -> [(exchange, routing key, basic properties)]
     held: dict[str, list[tuple[str, str, Any]]] = field(default_factory=dict)
     #: the open transaction (tx.select, or the dtx branch associated with the channel;
-    #: None: not transactional)
-    tx: Any = None
+    #: None: not transactional): see the ``tx`` property
+    _tx: Any = None
     #: dtx-demarcation.select was received; a dtx-coordination.recover scan is open
     dtx_selected: bool = False
     dtx_scanning: bool = False
@@ -55,6 +55,17 @@ class DraftState:
     #: deliveries, stream pacing, parked rejects), which 0-9's implementations keep
     #: (``spec09.state.state_of`` finds it here; see ``classes09``)
     classes09: Spec09State = field(default_factory=Spec09State)
+
+    @property
+    def tx(self) -> Any:
+        """The open ``tx.Transaction`` (None: not transactional); setting it also makes the
+        0-9 classes' publishes (file, stream) go into it (``Spec09State.tx_held``)."""
+        return self._tx
+
+    @tx.setter
+    def tx(self, transaction: Any) -> None:
+        self._tx = transaction
+        self.classes09.tx_held = None if transaction is None else transaction.contents
 
 
 def state_of(ch: Channel) -> DraftState:

@@ -2,25 +2,32 @@
 with nothing (it drops their -ok replies; the core's tx handlers send them, so the dialect
 keeps its own transaction).
 
-In a transaction a channel's publishes (basic.publish, message.transfer) are held until
-tx.commit, their exchange checked when they arrive (404 then); its acknowledgements
-(basic.ack, session.ack) take the deliveries out of the unacknowledged ones and settle them
-at commit; tx.rollback forgets the publishes and makes the acknowledged deliveries
-unacknowledged again. Rejects are not transactional. A channel that closes with a
+In a transaction a channel's publishes of every content class (basic.publish,
+message.transfer, and file.publish and stream.publish, which 0-9's implementations hold here
+as they hold them in a 0-9 transaction: ``spec09.publishing``) are held until tx.commit, their
+exchange checked when they arrive (404 then); its acknowledgements (basic.ack, session.ack,
+file.ack) take the deliveries out of the unacknowledged ones and settle them at commit;
+tx.rollback forgets the publishes and makes the acknowledged deliveries unacknowledged
+again. Rejects are not transactional. A channel that closes with a
 transaction open requeues the deliveries it acknowledged in it. Committing or rolling back
 a channel that never selected tx is 406.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import errors
 from amqp_protocol.generated import spec_0_9_1
 
 from ..abc import Channel
 from ..dialect import ChannelHandler
+from ..spec09 import publishing
 from .state import state_of
+
+if TYPE_CHECKING:
+    from ...model.exchanges import Exchange
+    from ..spec09.class_message import ClassMessage
 
 
 def publish(ch: Channel, exchange: str, routing_key: str, properties: Any, body: bytes) -> None:
@@ -75,6 +82,7 @@ def carry_out(ch: Channel, transaction: Transaction, took: Channel | None = None
     acks, transaction.acks = transaction.acks, []
     for exchange, routing_key, properties, body in publishes:
         publish_now(ch, exchange, routing_key, properties, body)
+    publishing.commit(ch, transaction.contents)
     if acks:
         (took or ch).settle("ack", [item for _, item in acks])
 
@@ -82,6 +90,7 @@ def carry_out(ch: Channel, transaction: Transaction, took: Channel | None = None
 def _rollback(ch: Channel, m: object) -> None:
     transaction = _open(ch)
     transaction.publishes.clear()
+    transaction.contents.clear()
     restored = sorted([*ch.unacked.items(), *transaction.acks], key=lambda pair: pair[0])
     transaction.acks.clear()
     ch.unacked.clear()
@@ -101,6 +110,8 @@ class Transaction:
     def __init__(self) -> None:
         #: (exchange, routing key, basic properties, body)
         self.publishes: list[tuple[str, str, Any, bytes]] = []
+        #: the file and stream contents (``spec09.state.Spec09State.tx_held``)
+        self.contents: list[tuple[Exchange, ClassMessage, bool]] = []
         #: (delivery tag, delivery) taken out of the channel's unacknowledged ones
         self.acks: list[tuple[int, Any]] = []
 

@@ -44,7 +44,6 @@ from . import (
     tunnel,
 )
 from .consumers import named_queue
-from .lane_queue import kept
 from .lanes import register_contents
 from .state import Spec09State, state_of
 
@@ -92,10 +91,7 @@ def _tx_commit(core: ChannelHandler) -> ChannelHandler:
 
     def run(channel: Channel, m: TxCommit) -> None:
         channel.require_tx()
-        journaled = any(kept(message) for _, message, _ in state_of(channel).tx_publishes)
-        publishing.commit(channel)
-        if journaled:
-            channel.vhost.store.sync()  # commit-ok once the lanes' journal records are on disk
+        publishing.commit(channel, state_of(channel).tx_publishes)  # synced before commit-ok
         requeued = channel.take_tx_requeues()
         core(channel, m)
         rejects.requeue_elsewhere(channel, requeued)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from amqp_protocol import errors
 
 from .class_message import ClassMessage
+from .lane_queue import kept
 from .lanes import lane
 from .state import state_of
 
@@ -65,10 +66,12 @@ def publish(
         if cls != "message":
             send_return(channel, message, cls, 313, "NO_CONSUMERS")
         return False
-    if channel.transactional:
-        state_of(channel).tx_publishes.append((exchange, message, mandatory))
-    else:
+    ext = state_of(channel)
+    held = ext.tx_publishes if channel.transactional else ext.tx_held
+    if held is None:
         enqueue(channel, exchange, message, mandatory)
+    else:
+        held.append((exchange, message, mandatory))
     return True
 
 
@@ -80,9 +83,12 @@ def enqueue(channel: Channel, exchange: Exchange, message: ClassMessage, mandato
         lane(channel.vhost, queue, message.content_class).publish(message)
 
 
-def commit(channel: Channel) -> None:
-    """tx.commit: route the contents held by the transaction."""
-    ext = state_of(channel)
-    held, ext.tx_publishes = ext.tx_publishes, []
-    for exchange, message, mandatory in held:
+def commit(channel: Channel, held: list[tuple[Exchange, ClassMessage, bool]]) -> None:
+    """A commit: route the contents a transaction ``held`` (emptying it), the journal synced
+    when one of them is kept on disk, so that the commit is answered once they are."""
+    contents = held[:]
+    held.clear()
+    for exchange, message, mandatory in contents:
         enqueue(channel, exchange, message, mandatory)
+    if any(kept(message) for _, message, _ in contents):
+        channel.vhost.store.sync()

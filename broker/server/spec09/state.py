@@ -69,6 +69,10 @@ class Spec09State:
     transfers_awaiting_ok: deque[int | None] = field(default_factory=deque)
     #: tx: contents of the 0-9 classes published in the open transaction.
     tx_publishes: list[tuple[Exchange, ClassMessage, bool]] = field(default_factory=list)
+    #: The open transaction of a dialect that keeps its own (the 0-10 draft's tx.select or
+    #: dtx branch): the list it holds these classes' contents in until its commit (None:
+    #: none open). A 0-9 channel's transaction is the core's, held in ``tx_publishes``.
+    tx_held: list[tuple[Exchange, ClassMessage, bool]] | None = None
     #: Deliveries rejected with requeue that no other channel could take: they go back to
     #: their queues when this channel closes (see rejects).
     parked: list[tuple[Queue, QueuedMessage]] = field(default_factory=list)
