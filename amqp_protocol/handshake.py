@@ -79,17 +79,8 @@ _SENDERS: dict[str, tuple[Role, ...]] = {
     REFUSE_LOGIN: ("server",),
 }
 
-_LIVE = (
-    State.HEADER,
-    State.START,
-    State.LOGIN,
-    State.SECURE,
-    State.REFUSED,
-    State.TUNE,
-    State.OPEN_WAIT,
-    State.OPENING,
-    State.OPEN,
-)
+#: The states in which either peer may still send connection.close.
+_LIVE = tuple(set(State) - {State.CLOSING, State.CLOSING_BOTH, State.CLOSED})
 
 #: (state, method sent by either peer) -> the state after it.
 _TRANSITIONS: dict[tuple[State, str], State] = {

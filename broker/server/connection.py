@@ -69,6 +69,7 @@ CLOSE_TIMEOUT = 3.0
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
 
 
+_OPEN = State.OPEN
 #: What a channel we are closing still accepts (spec: the rest MUST be discarded).
 _CHANNEL_CLOSING = frozenset({"channel.close", "channel.close-ok"})
 
@@ -443,7 +444,11 @@ class AMQPConnection(asyncio.Protocol):
     def _on_channel_method(
         self, channel_id: int, method: Method, content: events.ContentReceived | None
     ) -> None:
-        self.handshake.check_channel_method(method)
+        # Per method (publishes too): one attribute read and an identity test, as before.
+        handshake = self._handshake
+        assert handshake is not None  # channel methods come after the protocol header
+        if handshake.state is not _OPEN:
+            handshake.check_channel_method(method)  # 504
         if self.proto.channel_closing(channel_id) and method.NAME not in _CHANNEL_CLOSING:
             return  # decoded in the same read as the method that failed the channel
         channel = self.channels.get(channel_id)

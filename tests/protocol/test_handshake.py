@@ -204,7 +204,6 @@ def test_close_is_answered_with_close_ok_and_both_may_close_at_once(spec: Spec) 
 
 
 @pytest.mark.parametrize("spec", [SPEC_0_9, SPEC_0_8, SPEC_0_10], ids=lambda s: s.label)
-@pytest.mark.spec_rule("connection.open.insist:behaviour")
 def test_versions_before_0_9_1_open_with_insist_and_may_be_redirected(spec: Spec) -> None:
     server, client = _peers(spec, State.OPEN_WAIT)
     opened: Any = server.receive(client.open("/", insist=True))
