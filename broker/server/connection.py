@@ -545,11 +545,15 @@ class AMQPConnection(asyncio.Protocol):
     # -- connection class ---------------------------------------------------------------------
 
     def _on_connection_method(self, method: Method) -> None:
+        opened = self.opened
         try:
-            self.handshake.receive(method)  # 503 when out of order
+            self.handshake.receive(method)  # out of order: 503, or 504 once open
             _CONNECTION_HANDLERS[method.NAME](self, method)
         except errors.AMQPError as err:
-            if method.NAME == "connection.tune-ok" and self._spoken.tuning_refused(self, err):
+            # A tune-ok refused or out of order while the connection opens (not once open,
+            # where RabbitMQ closes with 504 as for any other method out of order).
+            tuning = method.NAME == "connection.tune-ok" and not opened
+            if tuning and self._spoken.tuning_refused(self, err):
                 return
             if not err.class_id:
                 err.with_culprit(method.CLASS_ID, method.METHOD_ID)
@@ -696,9 +700,6 @@ class AMQPConnection(asyncio.Protocol):
         reply = self.spec.method("connection.update-secret-ok")()
         self.send_method(0, self.handshake.send(reply))
 
-    def _ignore(self, m: Method) -> None:
-        pass
-
     # -- timers -------------------------------------------------------------------------------
 
     def _handshake_timeout(self) -> None:
@@ -741,6 +742,4 @@ _CONNECTION_HANDLERS: dict[str, Callable[[AMQPConnection, Any], None]] = {
     "connection.close": AMQPConnection._close,
     "connection.close-ok": AMQPConnection._close_ok,
     "connection.update-secret": AMQPConnection._update_secret,
-    "connection.blocked": AMQPConnection._ignore,
-    "connection.unblocked": AMQPConnection._ignore,
 }
