@@ -229,7 +229,7 @@ class Connection:
                 method: Any = event.method
                 try:
                     self._handshake.receive(method)
-                except errors.CommandInvalid:
+                except errors.AMQPError:
                     method = None  # out of order
                 if method is not None and method.NAME == "connection.close":
                     with contextlib.suppress(OSError):
@@ -451,7 +451,7 @@ class Connection:
             with self._state:
                 self._handshake.receive(method)
                 close_ok = self._handshake.close_ok() if name == "connection.close" else None
-        except errors.CommandInvalid:
+        except errors.AMQPError:
             log.warning("ignoring unexpected %s from %s", name, self.params.redacted_url())
             return
         if close_ok is not None:
