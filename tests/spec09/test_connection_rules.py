@@ -237,28 +237,18 @@ def _close_of(peer: Peer) -> tuple[int, str, int, int]:
     return close.reply_code, close.reply_text, close.class_id, close.method_id
 
 
+@pytest.mark.parametrize(("logged_in", "state"), [(False, "start"), (True, "tune")])
 def test_a_connection_method_out_of_order_is_503_naming_it_and_the_state(
-    bundled_broker_url: str,
+    bundled_broker_url: str, logged_in: bool, state: str
 ) -> None:
     """The handshake's order (amqp_protocol.handshake): connection.open before start-ok, and
     before tune-ok."""
     peer = Peer(bundled_broker_url, handshake=False)
+    if logged_in:
+        peer.login("guest", "guest")
     peer.send(0, "connection.open", virtual_host="/")
-    assert _close_of(peer) == (
-        503,
-        "COMMAND_INVALID - unexpected connection.open in state start",
-        10,
-        40,
-    )
-    peer = Peer(bundled_broker_url, handshake=False)
-    peer.login("guest", "guest")
-    peer.send(0, "connection.open", virtual_host="/")
-    assert _close_of(peer) == (
-        503,
-        "COMMAND_INVALID - unexpected connection.open in state tune",
-        10,
-        40,
-    )
+    text = f"COMMAND_INVALID - unexpected connection.open in state {state}"
+    assert _close_of(peer) == (503, text, 10, 40)
 
 
 def test_a_channel_method_before_connection_open_is_504(bundled_broker_url: str) -> None:
