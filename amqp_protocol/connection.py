@@ -188,13 +188,15 @@ class Connection:
     ) -> bytes:
         """A content-bearing method with its header and body frames, split by frame-max."""
         payload = method.encode()
+        method_frame = _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
+        return method_frame + self.content_frames(channel, properties, body)
+
+    def content_frames(self, channel: int, properties: Properties, body: bytes) -> bytes:
+        """The header and body frames that follow a content-bearing method (``send_content``
+        writes them after its method frame; in the 0-10 draft they also follow a method sent
+        in a frame-request or frame-response)."""
         header = properties.encode_header(len(body))
-        parts = [
-            _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)),
-            payload,
-            _END_AND_HEAD.pack(frames.FRAME_END, frames.HEADER, channel, len(header)),
-            header,
-        ]
+        parts = [_FRAME_HEAD.pack(frames.HEADER, channel, len(header)), header]
         frame_max = self.frame_max or _NO_FRAME_LIMIT
         if len(body) <= frame_max - frames.FRAME_OVERHEAD:
             if body:

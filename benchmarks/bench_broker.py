@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from amqp_protocol import SPEC_0_9_1, Connection, events
 from benchmarks.common import Row, row
@@ -24,13 +25,16 @@ BODY = b"x" * 100
 BATCH = 500  #: publishes per socket write
 WINDOW = 5000  #: unconfirmed publishes allowed in flight
 PREFETCH = 2000
+QUEUE_COUNTS = (1, 10)
+#: Seconds a client waits for the broker (a broker under callgrind needs more).
+TIMEOUT = 30.0
 
 
 class Client:
     """A minimal pipelined AMQP client on one channel."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.sock = socket.create_connection((host, port), timeout=30)
+    def __init__(self, host: str, port: int, timeout: float = TIMEOUT) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.conn = Connection(role="client", spec=SPEC_0_9_1)
         self.pending: list[events.Event] = []
@@ -139,46 +143,59 @@ class Client:
             self.sock.close()
 
 
-def _timed(fn: object, n: int) -> float:
+def _timed(fn: Callable[[], object], n: int) -> float:
     began = time.perf_counter()
-    fn()  # type: ignore[operator]
+    fn()
     return n / (time.perf_counter() - began)
+
+
+def _publish_and_consume(publisher: Client, consumer: Client, queues: list[str], n: int) -> None:
+    """Publish ``n`` messages while another connection consumes them."""
+    t = threading.Thread(target=consumer.consume, args=(queues, n))
+    t.start()
+    try:
+        publisher.publish(queues, n, False)
+    finally:
+        t.join(consumer.sock.gettimeout())
+        consumer.close()
+
+
+@contextlib.contextmanager
+def workloads(
+    host: str, port: int, n: int, nq: int, timeout: float = TIMEOUT
+) -> Iterator[dict[str, Callable[[], None]]]:
+    """The scenarios on ``nq`` queues, ``n`` messages each, to run in this order (each
+    consumes what the one before published); the queues are purged before and after.
+    ``timeout``: how long a client waits for the broker."""
+    queues = [f"bench-{nq}-{i}" for i in range(nq)]
+
+    def client() -> Client:
+        return Client(host, port, timeout)
+
+    confirmed, plain = client(), client()
+    try:
+        confirmed.setup(queues)
+        yield {
+            f"publish, no confirms, {nq}q": lambda: plain.publish(queues, n, False),
+            f"consume backlog, {nq}q": lambda: client().consume(queues, n),
+            f"publish, confirms, {nq}q": lambda: confirmed.publish(queues, n, True),
+            f"publish+consume, {nq}q": lambda: _publish_and_consume(plain, client(), queues, n),
+        }
+        for q in queues:
+            confirmed.call(M("queue.purge")(queue=q), "queue.purge-ok")
+    finally:
+        confirmed.close()
+        plain.close()
 
 
 def measure(host: str, port: int, quick: bool) -> dict[str, float]:
     """msgs/s of each scenario against the broker at host:port."""
     n = 20_000 if quick else 100_000
     results: dict[str, float] = {}
-    for nq in (1, 10):
-        queues = [f"bench-{nq}-{i}" for i in range(nq)]
-        confirmed, plain = Client(host, port), Client(host, port)
-        confirmed.setup(queues)
-        try:
-            results[f"publish, no confirms, {nq}q"] = _timed(
-                lambda plain=plain, queues=queues: plain.publish(queues, n, False), n
-            )
-            results[f"consume backlog, {nq}q"] = _timed(
-                lambda queues=queues: Client(host, port).consume(queues, n), n
-            )
-            results[f"publish, confirms, {nq}q"] = _timed(
-                lambda c=confirmed, queues=queues: c.publish(queues, n, True), n
-            )
-            consumer = Client(host, port)
-            with contextlib.ExitStack() as stack:
-                import threading
-
-                t = threading.Thread(target=consumer.consume, args=(queues, n))
-                began = time.perf_counter()
-                t.start()
-                stack.callback(t.join, 60)
-                plain.publish(queues, n, False)
-                t.join(60)
-                results[f"publish+consume, {nq}q"] = n / (time.perf_counter() - began)
-            consumer.close()
-            confirmed.call(M("queue.purge")(queue=queues[0]), "queue.purge-ok")
-        finally:
-            confirmed.close()
-            plain.close()
+    for nq in QUEUE_COUNTS:
+        with workloads(host, port, n, nq) as scenarios:
+            for name, fn in scenarios.items():
+                results[name] = _timed(fn, n)
     return results
 
 

@@ -2,10 +2,12 @@
 management listener on (its counters bumped on every publish, delivery and ack, its sampler
 ticking, nothing polling) beside the same broker without either, and beside one with the
 counters but no listener ("counters"), in one run, the three interleaved over several rounds
-(the order rotating each round): the median of each figure, and the spread of the per-round
-ratios (on/off, counters/off) of the broker's CPU seconds per million messages (issue 18's
-bound: at most 3%), the figure that holds best when the machine is loaded; and the resident
-memory per queue and per connection of on and off. The load average is printed with it.
+(the order rotating each round). First the broker's instructions per message, counted under
+callgrind (``instructions.py``), which the machine's load does not move: the figure that
+decides issue 18's bound (statistics cost at most 3%). Then at full speed: the median of each
+figure, the spread of the per-round ratios (on/off, counters/off) of the broker's CPU seconds
+per million messages, and the resident memory per queue and per connection of on and off.
+The load average is printed with it.
 
 The counters are plain increments that run whether the listener is on or not (a flag to skip
 them would cost as much as they do), so "off" is a copy of this broker's package with every
@@ -23,11 +25,13 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_broker import Client, _timed
+from benchmarks import instructions
+from benchmarks.bench_broker import TIMEOUT, _timed, workloads
 from benchmarks.bench_load import held
 from benchmarks.common import Row, row
 from tests.durability.broker_process import BrokerProcess
@@ -44,6 +48,15 @@ COUNTING = re.compile(
     re.MULTILINE,
 )
 ROUNDS = 7
+#: Messages per figure and rounds of the instruction counts (under callgrind, ~50x slower).
+COUNTED_MESSAGES = 2_000
+COUNTED_ROUNDS = 3
+#: The idle window counted: two of the sampler's 5-second ticks.
+IDLE_SECONDS = 10.5
+IDLE = "idle, per second"
+REPOSITORY = BROKER_PACKAGE.parent
+#: bench_broker's scenarios measured here (in this order: the consumer drains the backlog).
+FIGURES = ("publish, no confirms, 1q", "consume backlog, 1q", "publish, confirms, 1q")
 QUEUES_HELD = 5000
 CONNECTIONS_HELD = 500
 
@@ -60,27 +73,25 @@ def _cpu_seconds(pid: int) -> float:
     )
 
 
+@contextlib.contextmanager
+def _workloads(
+    port: int, n: int, timeout: float = TIMEOUT
+) -> Iterator[dict[str, Callable[[], None]]]:
+    """``FIGURES`` of ``bench_broker``'s scenarios on one queue, ``n`` messages each."""
+    with workloads("127.0.0.1", port, n, 1, timeout) as scenarios:
+        yield {name.removesuffix(", 1q"): scenarios[name] for name in FIGURES}
+
+
 def _throughput(pid: int, port: int, n: int) -> dict[str, tuple[float, float]]:
     """Per figure: messages per second, and the broker's CPU seconds per million messages
     (its CPU microseconds per message; less sensitive than the rate to what else runs on
     the machine)."""
-    queues = ["bench-mgmt"]
-    confirmed, plain = Client("127.0.0.1", port), Client("127.0.0.1", port)
-    confirmed.setup(queues)
-    figures: dict[str, Callable[[], None]] = {
-        "publish, no confirms": lambda: plain.publish(queues, n, False),
-        "consume backlog, acks": lambda: Client("127.0.0.1", port).consume(queues, n),
-        "publish, confirms": lambda: confirmed.publish(queues, n, True),
-    }
     results = {}
-    try:
+    with _workloads(port, n) as figures:
         for name, fn in figures.items():
             cpu = _cpu_seconds(pid)
             rate = _timed(fn, n)
             results[name] = (rate, (_cpu_seconds(pid) - cpu) / n * 1e6)
-    finally:
-        confirmed.close()
-        plain.close()
     return results
 
 
@@ -149,6 +160,58 @@ def _rounds(quick: bool) -> tuple[dict[str, list[dict[str, tuple[float, float]]]
     return rounds, memory
 
 
+def _counted_command(mode: str, stripped: Path) -> instructions.BrokerCommand:
+    """The broker of ``mode``, as ``broker`` starts it."""
+    return instructions.BrokerCommand(
+        REPOSITORY,
+        ("--log-level", "WARNING", "--management-port", "0", *MODES[mode]),
+        program=LAUNCHER if mode == "off" else "broker",
+        pythonpath=(stripped,) if mode == "off" else (),
+    )
+
+
+def instruction_counts(quick: bool) -> dict[str, dict[str, list[float]]]:
+    """Per mode, per figure: the broker's instructions per message in each round (the
+    modes' brokers all started first, under callgrind; a warm-up round, then rounds
+    interleaved, the order rotating), and ``IDLE`` (instructions per second of an idle
+    broker: the sampler's ticks, which come per second, not per message, and so weigh
+    ~50x more per message under callgrind than at full speed)."""
+    n = 1_000 if quick else COUNTED_MESSAGES
+    counts: dict[str, dict[str, list[float]]] = {mode: {} for mode in MODES}
+    with (
+        instructions.Callgrind() as callgrind,
+        without_statistics() as stripped,
+        instructions.brokers(
+            [_counted_command(mode, stripped) for mode in MODES], callgrind
+        ) as started,
+    ):
+        brokers = dict(zip(MODES, started, strict=True))
+        for process in brokers.values():  # first-time paths, caches: not counted
+            with _workloads(process.port, n // 5, instructions.CLIENT_TIMEOUT) as figures:
+                for fn in figures.values():
+                    fn()
+        for number in range(COUNTED_ROUNDS):
+            order = list(MODES)
+            for mode in order[number % len(order) :] + order[: number % len(order)]:
+                with _workloads(brokers[mode].port, n, instructions.CLIENT_TIMEOUT) as figures:
+                    for name, fn in figures.items():
+                        with callgrind.count(brokers[mode].pid) as counted:
+                            fn()
+                        counts[mode].setdefault(name, []).append(counted.instructions / n)
+                        print(
+                            f"{mode}, {name}: {counted.instructions / n:,.0f} instr/msg",
+                            file=sys.stderr,
+                        )
+        with contextlib.ExitStack() as idle:
+            windows = {
+                mode: idle.enter_context(callgrind.count(b.pid)) for mode, b in brokers.items()
+            }
+            time.sleep(IDLE_SECONDS)
+        for mode, counted in windows.items():
+            counts[mode][IDLE] = [counted.instructions / IDLE_SECONDS]
+    return counts
+
+
 def cpu_ratios(
     rounds: dict[str, list[dict[str, tuple[float, float]]]], mode: str
 ) -> dict[str, list[float]]:
@@ -159,9 +222,33 @@ def cpu_ratios(
     }
 
 
-def run(quick: bool, ratios: dict[str, list[float]] | None = None) -> list[Row]:
-    """The rows (medians over the rounds, on against off); ``ratios``, if given, receives
-    the per-round CPU ratios of "on" and of "counters" to "off"."""
+def instruction_rows(counts: dict[str, dict[str, list[float]]]) -> list[Row]:
+    """Medians of the instruction counts, "on" and "counters" each against "off"."""
+    reference = "no statistics, no management"
+    return [
+        row(
+            f"management {mode}/off: broker instructions, {name}",
+            "instr/s" if name == IDLE else "instr/msg",
+            statistics.median(values),
+            statistics.median(counts["off"][name]),
+            reference,
+        )
+        for mode in ("on", "counters")
+        for name, values in counts[mode].items()
+    ]
+
+
+def run(
+    quick: bool,
+    ratios: dict[str, list[float]] | None = None,
+    counts: dict[str, dict[str, list[float]]] | None = None,
+) -> list[Row]:
+    """The rows (medians over the rounds, on against off): instructions first, then rates,
+    CPU and memory; ``ratios``, if given, receives the per-round CPU ratios of "on" and of
+    "counters" to "off", ``counts`` every instruction count."""
+    counted = instruction_counts(quick)
+    if counts is not None:
+        counts.update(counted)
     rounds, memory = _rounds(quick)
     if ratios is not None:
         for mode in ("on", "counters"):
@@ -182,7 +269,8 @@ def run(quick: bool, ratios: dict[str, list[float]] | None = None) -> list[Row]:
             for name in rounds["on"][0]
         ]
 
-    rows = medians("management on/off: {}", "msgs/s", 0)
+    rows = instruction_rows(counted)
+    rows += medians("management on/off: {}", "msgs/s", 0)
     rows += medians("management on/off: broker CPU, {}", "CPU s/1M msgs", 1)
     rows += [
         row(f"management on/off: {name}", "KiB", value, memory["off"][name], reference)
@@ -194,7 +282,8 @@ def run(quick: bool, ratios: dict[str, list[float]] | None = None) -> list[Row]:
 if __name__ == "__main__":
     print(f"load average before: {os.getloadavg()}")
     spread: dict[str, list[float]] = {}
-    for r in run("--quick" in sys.argv, spread):
+    counts: dict[str, dict[str, list[float]]] = {}
+    for r in run("--quick" in sys.argv, spread, counts):
         ratio = f"{r['ours'] / r['reference']:.3f}" if r["reference"] else "-"
         print(f"{r['figure']:<58} {r['ours']:>10.2f} {r['reference'] or 0:>10.2f}  ratio {ratio}")
     for name, values in spread.items():
@@ -202,4 +291,10 @@ if __name__ == "__main__":
             f"CPU {name}, per round: median {statistics.median(values):.3f}, "
             f"min {min(values):.3f}, max {max(values):.3f} ({len(values)} rounds)"
         )
+    for mode, figures in counts.items():
+        for name, values in figures.items():
+            shown = ", ".join(f"{v:,.0f}" for v in values)
+            print(
+                f"instructions {mode}, {name}: {shown} (spread {instructions.spread(values):.1%})"
+            )
     print(f"load average after: {os.getloadavg()}")

@@ -402,31 +402,41 @@ class VirtualHost:
 
     # -- routing ------------------------------------------------------------------------------
 
-    def route(self, exchange: Exchange, routing_key: str, headers: dict[str, Any]) -> list[Queue]:
+    def route(
+        self,
+        exchange: Exchange,
+        routing_key: str,
+        headers: dict[str, Any],
+        *,
+        alternates_chain: bool = True,
+    ) -> list[Queue]:
         """The queues a message reaches through ``exchange``: exchange-to-exchange bindings
         are followed (each exchange once), and an exchange that routes nowhere hands the
-        message to its alternate exchange."""
+        message to its alternate exchange. With ``alternates_chain`` (RabbitMQ) an alternate
+        exchange that routes nowhere hands it on to its own; without, it is dropped there."""
         first = exchange.route(routing_key, headers)
         if exchange.alternate_exchange is None and all(type(d) is Queue for d in first):
             return list(first)  # type: ignore[arg-type]
         queues: dict[Queue, None] = {}
         seen: set[Exchange] = set()
-        stack: list[Exchange] = [exchange]
+        #: (exchange, reached through an alternate exchange)
+        stack: list[tuple[Exchange, bool]] = [(exchange, False)]
         while stack:
-            ex = stack.pop()
+            ex, alternate = stack.pop()
             if ex in seen:
                 continue
             seen.add(ex)
             matched = ex.route(routing_key, headers)
             for dest in matched:
                 if isinstance(dest, Exchange):
-                    stack.append(dest)
+                    stack.append((dest, alternate))
                 else:
                     queues[dest] = None  # type: ignore[index]
-            if not matched and ex.alternate_exchange is not None:
-                ae = self.exchanges.get(ex.alternate_exchange)
-                if ae is not None:
-                    stack.append(ae)
+            if matched or ex.alternate_exchange is None or (alternate and not alternates_chain):
+                continue
+            ae = self.exchanges.get(ex.alternate_exchange)
+            if ae is not None:
+                stack.append((ae, True))
         return list(queues)
 
     def dead_letter(self, queue: Queue, message: Message, reason: str) -> None:

@@ -10,11 +10,11 @@ approach, as protocols, so the core classes need no base class on their hot path
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from amqp_protocol import Connection as ProtocolConnection
-from amqp_protocol import Method, Properties, Spec
+from amqp_protocol import Method, Properties, Spec, events
 from amqp_protocol.generated.any_version import (
     BasicProperties,
     BasicPublish,
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from .connection_view import ConnectionSnapshot
     from .descriptors import RefusalLog
 
+#: How a dialect frames the replies to a request it hands to ``Connection.handle_request``:
+#: the frame for a method sent while the request runs, or None when it is no reply.
+Respond = Callable[[Method], "bytes | None"]
 #: A delivery awaiting ack: (consumer or None for basic.get, queue, entry).
 Unacked = tuple["Consumer | None", Queue, QueuedMessage]
 
@@ -132,6 +135,10 @@ class Connection(Protocol):
     ) -> None: ...
 
     def cancel_content(self, channel: int, delivery_tag: int) -> None: ...
+
+    def handle_request(
+        self, received: events.MethodReceived | events.ContentReceived, respond: Respond
+    ) -> None: ...
 
     def client_capability(self, name: str) -> bool: ...
 

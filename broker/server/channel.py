@@ -548,7 +548,9 @@ class ServerChannel:
     ) -> bool:
         """Route by the headers as published and enqueue; True when the store journaled
         the message."""
-        queues = self.vhost.route(exchange, message.routing_key, headers)
+        queues = self.vhost.route(
+            exchange, message.routing_key, headers, alternates_chain=self.dialect.alternates_chain
+        )
         accepted, journaled = True, False
         self.stats.publish += 1
         exchange.stats.publish_in += 1

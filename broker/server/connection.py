@@ -42,7 +42,7 @@ from ..model.message import Message
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 from ..version import __version__
-from .abc import Server
+from .abc import Respond, Server
 from .channel import ServerChannel
 from .connection_view import ConnectionSnapshot, address
 from .content_pump import ContentPump
@@ -118,6 +118,8 @@ class AMQPConnection(asyncio.Protocol):
         #: contents sent frame by frame, cancellable by a reject (content_pump), in dialects
         #: with ``cancellable_contents``
         self._pump = ContentPump()
+        #: while ``handle_request`` runs: the request's channel and how its replies are framed
+        self._answering: tuple[int, Respond] | None = None
 
     @property
     def spec(self) -> Spec:
@@ -203,7 +205,9 @@ class AMQPConnection(asyncio.Protocol):
                 evs = self.proto.receive_data(data)
             except errors.AMQPError as err:
                 self._handle_events(getattr(err, "events", []))
-                self._fail(_as_rabbitmq_reports(err))
+                if self.dialect is None or self.dialect.syntax_errors_are_frame_errors:
+                    err = _as_rabbitmq_reports(err)
+                self._fail(err)
             else:
                 self._handle_events(evs)
             for channel in self._confirming:
@@ -252,7 +256,14 @@ class AMQPConnection(asyncio.Protocol):
             self._redispatch()
 
     def send_method(self, channel: int, method: Method) -> None:
-        self.write(self.proto.send_method(channel, method))
+        response = self._response(channel, method)
+        self.write(self.proto.send_method(channel, method) if response is None else response)
+
+    def _response(self, channel: int, method: Method) -> bytes | None:
+        """``method`` framed as the reply to the request being handled, if it is one."""
+        if self._answering is None or self._answering[0] != channel:
+            return None
+        return self._answering[1](method)
 
     def send_content(
         self,
@@ -263,6 +274,10 @@ class AMQPConnection(asyncio.Protocol):
         delivery_tag: int | None = None,
     ) -> None:
         """``delivery_tag``: a delivery's content, which a 0-9 reject may cancel."""
+        response = self._response(channel, method)
+        if response is not None:
+            self.write(response + self.proto.content_frames(channel, properties, body))
+            return
         data = self.proto.send_content(channel, method, properties, body)
         if delivery_tag is not None and self._cancellable(len(body)):
             self._hold_content(data, channel, delivery_tag, len(body))
@@ -440,6 +455,19 @@ class AMQPConnection(asyncio.Protocol):
             self._closed = True
         elif not isinstance(ev, events.HeartbeatReceived):
             self._spoken.other_event(self, ev)
+
+    def handle_request(
+        self, received: events.MethodReceived | events.ContentReceived, respond: Respond
+    ) -> None:
+        """Handle ``received`` as if it had come in a method frame, except that what is sent
+        on its channel meanwhile goes through ``respond`` first: the frame it returns (the
+        reply to the request, framed by the dialect) is written instead of a method frame,
+        None lets the method go out as usual. The 0-10 draft's request frames."""
+        previous, self._answering = self._answering, (received.channel, respond)
+        try:
+            self._handle_event(received)
+        finally:
+            self._answering = previous
 
     def _on_channel_method(
         self, channel_id: int, method: Method, content: events.ContentReceived | None

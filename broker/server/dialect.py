@@ -9,7 +9,8 @@ negotiates and dispatches; the dialect supplies what differs between versions:
 - the state it keeps per channel beyond the core's, and what happens to it when the
   channel closes;
 - its few policies: a further check before each delivery, whether an unbind of something
-  missing is answered unbind-ok, whether multi-frame deliveries may be cancelled, and its
+  missing is answered unbind-ok, whether alternate exchanges chain, whether multi-frame
+  deliveries may be cancelled, and its
   connection-level behaviour (the methods that open a channel, connection.start's version
   and server properties, redirects, stopping publishers over the memory watermark, a
   refused tune-ok, frames of other types, events the core does not handle).
@@ -55,6 +56,12 @@ class Dialect:
     #: A new classic queue refuses ``x-delivery-limit`` (as RabbitMQ does over 0-9-1); else
     #: the limit applies (rule basic.deliver:01 of 0-9).
     refuses_classic_delivery_limit = False
+    #: Method arguments that do not decode are reported 501 frame-error, as RabbitMQ reports
+    #: them, instead of the 502 syntax-error the protocol layer raises.
+    syntax_errors_are_frame_errors = False
+    #: A published message that its exchange's alternate exchange cannot route either goes
+    #: on to that exchange's alternate exchange (RabbitMQ); else it is dropped there.
+    alternates_chain = True
     #: Checked before each delivery to a consumer that acknowledges, after the core's own
     #: limits (None: nothing more to check).
     delivery_limit: Callable[[Channel], bool] | None = None

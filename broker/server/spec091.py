@@ -33,6 +33,7 @@ class RabbitMQDialect(Dialect):
     unbind_missing_is_ok = True
     refuses_unlimited_channels = True  # RabbitMQ 4 (measured on 4.0.5)
     refuses_classic_delivery_limit = True  # RabbitMQ 3.10 and 4
+    syntax_errors_are_frame_errors = True
 
     def __init__(self) -> None:
         super().__init__(

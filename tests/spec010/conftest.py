@@ -1,13 +1,15 @@
 """Fixtures of the 0-10 draft tests: a peer speaking the transitional 0-10 draft to the
-bundled broker (the 0-9 tests' ``Peer`` on ``SPEC_0_10``), a fresh channel on it, and
-unique names."""
+bundled broker (the 0-9 tests' ``Peer`` on ``SPEC_0_10``), a fresh channel on it, a pika
+(0-9-1) channel to the same broker, and unique names."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
 
+import pika
 import pytest
+from pika.adapters.blocking_connection import BlockingChannel
 
 from amqp_protocol import SPEC_0_10
 from tests.spec09.peer import Peer
@@ -37,3 +39,10 @@ def peer(peer_factory: Callable[..., Peer]) -> Peer:
 @pytest.fixture
 def name() -> str:
     return f"t010-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def pika_channel(bundled_broker_url: str) -> Iterator[BlockingChannel]:
+    conn = pika.BlockingConnection(pika.URLParameters(bundled_broker_url))
+    yield conn.channel()
+    conn.close()

@@ -6,12 +6,16 @@ closes."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
+from broker.server.spec010 import dtx
 from tests.spec09.peer import Peer
 
 XA_OK, XA_RBROLLBACK, XA_RDONLY = 0, 1, 7
+
+rule = pytest.mark.spec010_rule
 
 
 @pytest.fixture
@@ -63,6 +67,7 @@ def _consume_in_branch(peer: Peer, queue: str, xid: bytes) -> None:
     peer.send(1, "basic.ack", delivery_tag=got.method.delivery_tag)
 
 
+@rule("dtx-demarcation:transactionality", "dtx-demarcation.end:success")
 def test_rule_dtx_demarcation_transactionality_work_in_a_branch_waits_for_its_commit(
     peer: Peer, name: str, xid: bytes
 ) -> None:
@@ -78,6 +83,7 @@ def test_rule_dtx_demarcation_transactionality_work_in_a_branch_waits_for_its_co
     assert _count(peer, name) == 2
 
 
+@rule("dtx-coordination.prepare:obligation-2")
 def test_two_phase_commit_from_another_connection_publishes_and_settles_acks(
     peer_factory: Callable[..., Peer], name: str, xid: bytes
 ) -> None:
@@ -117,6 +123,7 @@ def test_rule_dtx_coordination_prepare_ok_a_branch_without_work_is_read_only(
     assert peer.error(1) == ("channel", 404)  # committed by preparing: forgotten
 
 
+@rule("dtx-demarcation.end.fail:failure")
 def test_rule_dtx_demarcation_end_fail_failure_marks_the_branch_rollback_only(
     peer: Peer, name: str, xid: bytes
 ) -> None:
@@ -129,6 +136,7 @@ def test_rule_dtx_demarcation_end_fail_failure_marks_the_branch_rollback_only(
     assert _count(peer, name) == 0
 
 
+@rule("dtx-demarcation.end.suspend:resume")
 def test_rule_dtx_demarcation_end_suspend_resume_a_suspended_branch_is_resumed_by_start(
     peer: Peer, name: str, xid: bytes
 ) -> None:
@@ -141,6 +149,7 @@ def test_rule_dtx_demarcation_end_suspend_resume_a_suspended_branch_is_resumed_b
     assert _count(peer, name) == 2
 
 
+@rule("dtx-demarcation.end:session-closed")
 def test_rule_dtx_demarcation_end_session_closed_associated_branch_becomes_rollback_only(
     peer_factory: Callable[..., Peer], name: str, xid: bytes
 ) -> None:
@@ -152,8 +161,8 @@ def test_rule_dtx_demarcation_end_session_closed_associated_branch_becomes_rollb
     assert _count(coordinator, name) == 1
 
 
+@rule("dtx-coordination.set-timeout:effective", "dtx-coordination.set-timeout:reset")
 def test_set_timeout_is_effective_and_zero_resets_it(peer: Peer, xid: bytes) -> None:
-    """Rules dtx-coordination.set-timeout:effective and :reset."""
     peer.send(1, "dtx-demarcation.select")
     assert _start(peer, xid) == XA_OK
     peer.send(1, "dtx-coordination.set-timeout", xid=xid, timeout=30)
@@ -162,17 +171,32 @@ def test_set_timeout_is_effective_and_zero_resets_it(peer: Peer, xid: bytes) -> 
     assert peer.call(1, "dtx-coordination.get-timeout", xid=xid).timeout == 0
 
 
+@rule("dtx-coordination.recover:must-be-started")
 def test_rule_dtx_coordination_recover_must_be_started(peer: Peer) -> None:
     peer.send(1, "dtx-coordination.recover", startscan=False, endscan=False)
     assert peer.error(1) == ("connection", 503)
 
 
+@rule("dtx-coordination.recover:start-end")
 def test_rule_dtx_coordination_recover_start_end_one_call_scans_and_ends(peer: Peer) -> None:
     peer.call(1, "dtx-coordination.recover", startscan=True, endscan=True)
     peer.send(1, "dtx-coordination.recover", startscan=False, endscan=False)
     assert peer.error(1) == ("connection", 503)
 
 
+@rule("dtx-coordination.recover.startscan:recovery-already-open")
+def test_startscan_during_a_scan_restarts_it(peer: Peer, name: str, xid: bytes) -> None:
+    _publish_in_branch(peer, name, xid)
+    peer.call(1, "dtx-coordination.prepare", xid=xid)
+    peer.call(1, "dtx-coordination.recover", startscan=True)
+    again = peer.call(1, "dtx-coordination.recover", startscan=True)  # no error: restarted
+    assert xid in again.in_doubt["xids"]
+    assert xid in peer.call(1, "dtx-coordination.recover", endscan=True).in_doubt["xids"]
+    peer.send(1, "dtx-coordination.recover")  # the scan ended
+    assert peer.error(1) == ("connection", 503)
+
+
+@rule("dtx-coordination.recover-ok.in-doubt:xid-sequence")
 def test_rule_dtx_coordination_recover_ok_in_doubt_xid_sequence(
     peer: Peer, name: str, xid: bytes
 ) -> None:
@@ -189,15 +213,34 @@ def test_rule_dtx_coordination_recover_ok_in_doubt_xid_sequence(
 @pytest.mark.parametrize(
     ("method", "fields"),
     [
-        ("dtx-coordination.commit", {"one_phase": True}),
-        ("dtx-coordination.prepare", {}),
-        ("dtx-coordination.rollback", {}),
-        ("dtx-coordination.forget", {}),
-        ("dtx-coordination.get-timeout", {}),
+        pytest.param(
+            "dtx-coordination.commit",
+            {"one_phase": True},
+            marks=rule("dtx-coordination.commit.xid:unknown-xid"),
+        ),
+        pytest.param(
+            "dtx-coordination.prepare", {}, marks=rule("dtx-coordination.prepare.xid:unknown-xid")
+        ),
+        pytest.param(
+            "dtx-coordination.rollback", {}, marks=rule("dtx-coordination.rollback.xid:unknown-xid")
+        ),
+        pytest.param(
+            "dtx-coordination.forget", {}, marks=rule("dtx-coordination.forget.xid:unknown-xid")
+        ),
+        pytest.param(
+            "dtx-coordination.get-timeout",
+            {},
+            marks=rule("dtx-coordination.get-timeout.xid:unknown-xid"),
+        ),
+        pytest.param(
+            "dtx-coordination.set-timeout",
+            {"timeout": 5},
+            marks=rule("dtx-coordination.set-timeout.xid:unknown-xid"),
+        ),
     ],
 )
 def test_rule_dtx_coordination_xid_unknown_xid_is_404(
-    peer: Peer, method: str, fields: dict[str, bool], xid: bytes
+    peer: Peer, method: str, fields: dict[str, object], xid: bytes
 ) -> None:
     peer.send(1, method, xid=b"never-started", **fields)
     assert peer.error(1) == ("channel", 404)
@@ -206,10 +249,38 @@ def test_rule_dtx_coordination_xid_unknown_xid_is_404(
 @pytest.mark.parametrize(
     ("method", "fields"),
     [
-        ("dtx-coordination.commit", {"one_phase": True}),
-        ("dtx-coordination.prepare", {}),
-        ("dtx-coordination.rollback", {}),
-        ("dtx-coordination.forget", {}),
+        pytest.param(
+            "dtx-coordination.commit",
+            {"one_phase": True},
+            marks=rule(
+                "dtx-coordination.commit.xid:not-disassociated",
+                "dtx-coordination.commit:command-invalid",
+            ),
+        ),
+        pytest.param(
+            "dtx-coordination.prepare",
+            {},
+            marks=rule(
+                "dtx-coordination.prepare.xid:not-disassociated",
+                "dtx-coordination.prepare:command-invalid",
+            ),
+        ),
+        pytest.param(
+            "dtx-coordination.rollback",
+            {},
+            marks=rule(
+                "dtx-coordination.rollback.xid:not-disassociated",
+                "dtx-coordination.rollback:command-invalid",
+            ),
+        ),
+        pytest.param(
+            "dtx-coordination.forget",
+            {},
+            marks=rule(
+                "dtx-coordination.forget.xid:not-disassociated",
+                "dtx-coordination.forget:command-invalid",
+            ),
+        ),
     ],
 )
 def test_rule_dtx_coordination_xid_not_disassociated_is_503(
@@ -221,6 +292,7 @@ def test_rule_dtx_coordination_xid_not_disassociated_is_503(
     assert peer.error(1) == ("connection", 503)
 
 
+@rule("dtx-coordination.commit.one-phase:prerequisite")
 def test_rule_dtx_coordination_commit_one_phase_prerequisite(
     peer: Peer, name: str, xid: bytes
 ) -> None:
@@ -229,6 +301,7 @@ def test_rule_dtx_coordination_commit_one_phase_prerequisite(
     assert peer.error(1) == ("connection", 503)
 
 
+@rule("dtx-coordination.commit.one-phase:validity")
 def test_rule_dtx_coordination_commit_one_phase_validity(peer: Peer, name: str, xid: bytes) -> None:
     _publish_in_branch(peer, name, xid)
     peer.call(1, "dtx-coordination.prepare", xid=xid)
@@ -236,12 +309,13 @@ def test_rule_dtx_coordination_commit_one_phase_validity(peer: Peer, name: str, 
     assert peer.error(1) == ("connection", 503)
 
 
-#: (pytest id naming the rule, whether the channel selects dtx, whether it starts the
-#: branch, the method, its fields besides the xid, the xid, the reply code of the refusal)
+#: (the rule, or a pytest id where no rule names the refusal, whether the channel selects
+#: dtx, whether it starts the branch, the method, its fields besides the xid, the xid, the
+#: reply code of the refusal)
 _DEMARCATION_REFUSALS = [
-    ("dtx_demarcation_start_command_invalid", False, False, "start", {}, "x", 503),
+    ("dtx-demarcation.start:command-invalid", False, False, "start", {}, "x", 503),
     (
-        "dtx_demarcation_start_join_and_resume",
+        "dtx-demarcation.start:join-and-resume",
         True,
         False,
         "start",
@@ -249,12 +323,12 @@ _DEMARCATION_REFUSALS = [
         "x",
         503,
     ),
-    ("dtx_demarcation_start_join_unsupported", True, False, "start", {"join": True}, "x", 540),
+    ("dtx-demarcation.start.join:unsupported", True, False, "start", {"join": True}, "x", 540),
     ("empty_xid_is_542_invalid_argument", True, False, "start", {}, "", 542),
-    ("dtx_demarcation_start_command_invalid_start_twice", True, True, "start", {}, "x-2", 503),
-    ("dtx_demarcation_end_command_invalid", False, False, "end", {}, "x", 503),
+    ("dtx-demarcation.start:command-invalid", True, True, "start", {}, "x-2", 503),
+    ("dtx-demarcation.end:command-invalid", False, False, "end", {}, "x", 503),
     (
-        "dtx_demarcation_end_suspend_and_fail",
+        "dtx-demarcation.end:suspend-and-fail",
         True,
         True,
         "end",
@@ -262,13 +336,16 @@ _DEMARCATION_REFUSALS = [
         "x",
         503,
     ),
-    ("dtx_demarcation_end_xid_not_associated", True, True, "end", {}, "x-other", 503),
+    ("dtx-demarcation.end.xid:not-associated", True, True, "end", {}, "x-other", 503),
 ]
 
 
 @pytest.mark.parametrize(
     ("selects", "starts", "method", "fields", "which", "code"),
-    [pytest.param(*case[1:], id=f"rule_{case[0]}") for case in _DEMARCATION_REFUSALS],
+    [
+        pytest.param(*case[1:], marks=rule(case[0]) if ":" in case[0] else (), id=case[0])
+        for case in _DEMARCATION_REFUSALS
+    ],
 )
 def test_demarcation_refusal(
     peer: Peer,
@@ -290,8 +367,8 @@ def test_demarcation_refusal(
     assert peer.error(1) == ("connection", code)
 
 
+@rule("dtx-demarcation.start:already-known", "dtx-demarcation.start.xid:unknown-xid")
 def test_rule_dtx_demarcation_start_already_known_is_530(peer: Peer, xid: bytes) -> None:
-    """Also rule dtx-demarcation.start.xid:unknown-xid."""
     peer.send(1, "dtx-demarcation.select")
     assert _start(peer, xid) == XA_OK
     assert _end(peer, xid) == XA_OK
@@ -324,3 +401,90 @@ def test_a_commit_from_another_connection_frees_the_consumers_prefetch(
     worker.nothing(1, "basic.deliver")
     assert _commit(coordinator, xid) == XA_OK
     assert bytes(worker.expect(1, "basic.deliver").body) == b"second"
+
+
+@pytest.mark.parametrize(
+    "method",
+    [
+        pytest.param(
+            "dtx-coordination.prepare", marks=rule("dtx-coordination.prepare:command-invalid")
+        ),
+        pytest.param(
+            "dtx-coordination.forget", marks=rule("dtx-coordination.forget:command-invalid")
+        ),
+    ],
+)
+def test_preparing_again_or_forgetting_a_prepared_branch_is_503(
+    peer: Peer, name: str, xid: bytes, method: str
+) -> None:
+    """Out of the class grammar: a prepared branch is committed or rolled back, never
+    prepared twice, and only a heuristically completed one is forgotten."""
+    _publish_in_branch(peer, name, xid)
+    assert peer.call(1, "dtx-coordination.prepare", xid=xid).status == XA_OK
+    peer.send(1, method, xid=xid)
+    assert peer.error(1) == ("connection", 503)
+
+
+class _FailsOnce:
+    """Stands in for ``original``: the first call raises, later ones (the channel's
+    teardown) go to it."""
+
+    def __init__(self, original: Callable[..., Any]) -> None:
+        self.original, self.failed = original, False
+
+    def __call__(self, *args: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("an internal failure the test injects")
+        return self.original(*args)
+
+
+@pytest.mark.parametrize(
+    ("method", "fields"),
+    [
+        pytest.param("dtx-demarcation.end", {}, marks=rule("dtx-demarcation.end:internal-error")),
+        pytest.param(
+            "dtx-coordination.commit",
+            {"one_phase": True},
+            marks=rule("dtx-coordination.commit:internal-error"),
+        ),
+        pytest.param(
+            "dtx-coordination.forget", {}, marks=rule("dtx-coordination.forget:internal-error")
+        ),
+        pytest.param(
+            "dtx-coordination.get-timeout",
+            {},
+            marks=rule("dtx-coordination.get-timeout:internal-error"),
+        ),
+        pytest.param(
+            "dtx-coordination.prepare", {}, marks=rule("dtx-coordination.prepare:internal-error")
+        ),
+        pytest.param(
+            "dtx-coordination.recover",
+            {"startscan": True},
+            marks=rule("dtx-coordination.recover:internal-error"),
+        ),
+        pytest.param(
+            "dtx-coordination.rollback", {}, marks=rule("dtx-coordination.rollback:internal-error")
+        ),
+        pytest.param(
+            "dtx-coordination.set-timeout",
+            {"timeout": 5},
+            marks=rule("dtx-coordination.set-timeout:internal-error"),
+        ),
+    ],
+)
+def test_an_error_inside_a_dtx_method_is_541_internal_error(
+    peer: Peer, xid: bytes, method: str, fields: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The broker runs in this process: the method's first step (end and recover read the
+    channel's dtx state, the others look the branch up) is made to fail. 541 is a hard
+    error in the draft's constants, so the connection closes."""
+    if method in ("dtx-demarcation.end", "dtx-coordination.recover"):
+        monkeypatch.setattr(dtx, "state_of", _FailsOnce(dtx.state_of))
+    else:
+        broken = _FailsOnce(dtx.Branches._known)
+        monkeypatch.setattr(dtx.Branches, "_known", lambda *args: broken(*args))
+    xid_field = {} if method == "dtx-coordination.recover" else {"xid": xid}
+    peer.send(1, method, **xid_field, **fields)
+    assert peer.error(1) == ("connection", 541)

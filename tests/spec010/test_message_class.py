@@ -3,7 +3,7 @@ by session.ack, over the same queues as basic content of any version."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pika
 import pytest
@@ -12,12 +12,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from amqp_protocol.values import Content
 from tests.spec09.peer import Peer
 
-
-@pytest.fixture
-def pika_channel(bundled_broker_url: str) -> Iterator[BlockingChannel]:
-    conn = pika.BlockingConnection(pika.URLParameters(bundled_broker_url))
-    yield conn.channel()
-    conn.close()
+rule = pytest.mark.spec010_rule
 
 
 def _session(peer_factory: Callable[..., Peer], queue: str) -> Peer:
@@ -64,6 +59,7 @@ def test_message_get_returns_a_transfer_then_empty(
     peer.expect(1, "message.empty")
 
 
+@rule("message:explicit-acknowledgements")
 def test_rule_message_explicit_acknowledgements_session_ack_settles_the_acked_half(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -82,6 +78,7 @@ def test_rule_message_explicit_acknowledgements_session_ack_settles_the_acked_ha
     again.nothing(1, "message.transfer")
 
 
+@rule("message:automatic-acknowledgements")
 def test_rule_message_automatic_acknowledgements_no_ack_consumer_gets_every_message(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -110,6 +107,7 @@ def _get_body(peer: Peer, queue: str) -> bytes | None:
     return None if got.NAME == "message.empty" else bytes(got.body.data)
 
 
+@rule("message.close:message-acknowledge-after-close")
 def test_rule_message_close_message_acknowledge_after_close_a_referenced_transfer_waits(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -149,6 +147,7 @@ def test_message_resume_of_an_unknown_identifier_is_offset_0(
     assert peer.call(1, "message.resume", reference=b"r", identifier=name + "-x").value == 0
 
 
+@rule("message.open.reference:duplicate-reference")
 def test_rule_message_open_reference_duplicate_reference_is_an_error(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -158,6 +157,7 @@ def test_rule_message_open_reference_duplicate_reference_is_an_error(
     assert peer.expect(1, "session.closed").method.reply_code == 406
 
 
+@rule("message.append.reference:non-existent-reference")
 def test_rule_message_append_reference_non_existent_reference_is_an_error(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:

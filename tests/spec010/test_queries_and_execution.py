@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.spec09.peer import Peer
+
+rule = pytest.mark.spec010_rule
 
 
 def _exchange_query(peer: Peer, exchange: str) -> Any:
@@ -84,6 +88,7 @@ def test_binding_query_default_exchange_binds_every_queue_by_its_name(
     assert _flags(ok) == (False,) * 5
 
 
+@rule("execution.complete:unique-encoding")
 def test_rule_execution_complete_unique_encoding_flush_reports_every_command_done(
     peer: Peer, name: str
 ) -> None:

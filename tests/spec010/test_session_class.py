@@ -6,7 +6,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 
+import pytest
+
 from tests.spec09.peer import Peer
+
+rule = pytest.mark.spec010_rule
 
 
 def _open_session(peer: Peer, channel: int = 1, lifetime: int = 60) -> uuid.UUID:
@@ -31,6 +35,7 @@ def test_rule_session_open_names_each_new_session_uniquely(
     assert first != second and first.version == 4
 
 
+@rule("session.open:channel-busy")
 def test_rule_session_open_channel_busy_is_a_504_connection_exception(
     peer_factory: Callable[..., Peer],
 ) -> None:
@@ -57,6 +62,7 @@ def test_session_ping_is_answered_by_pong(peer_factory: Callable[..., Peer]) -> 
     peer.expect(1, "session.pong")
 
 
+@rule("session.flow:initial-state", "session.flow:bidirectional")
 def test_rule_session_flow_initial_state_is_active_and_flow_stops_deliveries(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -73,6 +79,7 @@ def test_rule_session_flow_initial_state_is_active_and_flow_stops_deliveries(
     assert peer.expect(1, "basic.deliver").body == b"held"
 
 
+@rule("session.ack:unique-encoding")
 def test_session_high_water_mark_is_acked_and_solicit_ack_repeats_the_mark(
     peer_factory: Callable[..., Peer],
 ) -> None:
@@ -107,6 +114,7 @@ def test_session_suspended_on_one_connection_resumes_on_another_with_its_deliver
     first.nothing(1, "basic.deliver")
 
 
+@rule("session.resume:session-busy")
 def test_rule_session_resume_session_busy_is_405_while_attached(
     peer_factory: Callable[..., Peer],
 ) -> None:
@@ -123,6 +131,7 @@ def test_resume_of_an_unknown_session_is_404(peer_factory: Callable[..., Peer]) 
     assert peer.error(1) == ("channel", 404)
 
 
+@rule("session.open:expiration")
 def test_rule_session_open_expiration_a_suspended_session_ends_after_its_lifetime(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -142,14 +151,6 @@ def test_rule_session_open_expiration_a_suspended_session_ends_after_its_lifetim
     assert ok.message_count == 1
     second.send(2, "session.resume", session_id=session_id)
     assert second.error(2) == ("channel", 404)
-
-
-def test_request_frames_are_540_naming_them(peer_factory: Callable[..., Peer]) -> None:
-    peer = peer_factory()
-    _open_session(peer)
-    peer.sock.sendall(peer.proto.send_request(1, peer.method("session.ping"), request_id=1))
-    close = peer.expect(0, "connection.close").method
-    assert close.reply_code == 540 and "frame-request" in close.reply_text
 
 
 def test_a_channel_exception_on_a_session_ends_it_with_session_closed_carrying_the_code(

@@ -9,16 +9,25 @@ from pathlib import Path
 
 import pytest
 
+from amqp_protocol import SPEC_0_9, Spec
 from broker import Broker
 
 from .peer import Peer
 
 
 @pytest.fixture
-def peer_factory(bundled_broker_url: str) -> Iterator[Callable[..., Peer]]:
+def spec(request: pytest.FixtureRequest) -> Spec:
+    """The version the peers speak: 0-9, unless the test runs in both dialects
+    (``dialects.in_both_dialects``)."""
+    return getattr(request, "param", SPEC_0_9)
+
+
+@pytest.fixture
+def peer_factory(bundled_broker_url: str, spec: Spec) -> Iterator[Callable[..., Peer]]:
     peers: list[Peer] = []
 
     def make(**kwargs: object) -> Peer:
+        kwargs.setdefault("spec", spec)
         peer = Peer(bundled_broker_url, **kwargs)  # type: ignore[arg-type]
         peers.append(peer)
         return peer

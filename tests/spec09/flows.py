@@ -4,14 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from amqp_protocol import SPEC_0_9, Spec
+
 from .peer import Peer
 
 
-def peer_on(url: str) -> Peer:
-    """A new 0-9 peer with channel 1 open."""
-    peer = Peer(url)
+def peer_on(url: str, spec: Spec = SPEC_0_9) -> Peer:
+    """A new peer (0-9 by default) with channel 1 open."""
+    peer = Peer(url, spec)
     peer.open_channel(1)
     return peer
+
+
+def declare_internal_exchange(url: str, name: str) -> None:
+    """A fanout exchange ``name`` declared internal, over 0-9 (the 0-10 draft's
+    exchange.declare has no internal field)."""
+    declarer = peer_on(url)
+    try:
+        declarer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+    finally:
+        declarer.close()
 
 
 def declare_queue(peer: Peer, channel: int, queue: str, **fields: Any) -> str:

@@ -12,7 +12,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
-from amqp_protocol import SPEC_0_9, Connection, Spec
+from amqp_protocol import SPEC_0_9, Connection, Spec, events
 
 TIMEOUT = 5.0
 
@@ -104,10 +104,10 @@ class Peer:
 
     # -- sending ------------------------------------------------------------------------------
 
-    def method(self, name: str, **fields: Any) -> Any:
+    def method(self, name: str, /, **fields: Any) -> Any:
         return self.spec.method(name)(**fields)
 
-    def send(self, channel: int, name: str, **fields: Any) -> None:
+    def send(self, channel: int, name: str, /, **fields: Any) -> None:
         self.sock.sendall(self.proto.send_method(channel, self.method(name, **fields)))
 
     def send_content(
@@ -123,13 +123,30 @@ class Peer:
             self.proto.send_content(channel, self.method(name, **fields), props, body)
         )
 
-    def call(self, channel: int, name: str, reply: str | None = None, **fields: Any) -> Any:
+    def call(self, channel: int, name: str, /, reply: str | None = None, **fields: Any) -> Any:
         """Send a method and return its reply method (the first of its ``<response>``s by
-        default)."""
+        default; for a method without one, the execution.complete of an execution.flush).
+        Positional-only parameters: a method may have a field ``name`` (exchange.query)."""
         method = self.method(name, **fields)
         self.sock.sendall(self.proto.send_method(channel, method))
         names = (reply,) if reply else tuple(method.responses())
+        if not names:
+            # The 0-10 draft dropped this method's -ok (exchange.declare, queue.bind,
+            # basic.qos, tx.select, ...): its execution.complete says the server carried
+            # it out, and a failure shows as the close that comes instead.
+            return self.call(channel, "execution.flush", "execution.complete")
         return self.expect(channel, *names).method
+
+    def request(
+        self, channel: int, name: str, request_id: int, /, body: bytes | None = None, **fields: Any
+    ) -> None:
+        """0-10 draft: ``name`` in a frame-request (with its content when ``body`` is given)."""
+        method = self.method(name, **fields)
+        data = self.proto.send_request(channel, method, request_id)
+        if body is not None:
+            properties = self.spec.properties(name.split(".")[0])()
+            data += self.proto.content_frames(channel, properties, body)
+        self.sock.sendall(data)
 
     def open_channel(self, channel: int = 1) -> int:
         self.call(channel, "channel.open")
@@ -177,6 +194,20 @@ class Peer:
                 raise AssertionError(
                     f"no {names} on channel {channel} within {timeout}s; got {seen}"
                 )
+
+    def expect_response(self, channel: int, timeout: float = TIMEOUT) -> events.ResponseReceived:
+        """0-10 draft: the first frame-response on ``channel``; AssertionError naming what
+        came instead on timeout or on a connection.close."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for i, ev in enumerate(self.pending):
+                if isinstance(ev, events.ResponseReceived) and ev.received.channel == channel:
+                    return self.pending.pop(i)  # type: ignore[no-any-return]
+                method = getattr(ev, "method", None)
+                if method is not None and method.NAME == "connection.close":
+                    raise AssertionError(f"expected a response, got {method}")
+            if self.closed or not self._read(deadline):
+                raise AssertionError(f"no response on channel {channel}; got {self.pending}")
 
     def nothing(self, channel: int, *names: str, wait: float = 0.3) -> None:
         """Assert that no ``names`` method arrives on ``channel`` within ``wait`` seconds."""

@@ -8,6 +8,7 @@ import pytest
 
 from broker import Broker
 
+from .dialects import in_both_dialects
 from .flows import declare_queue
 from .peer import Peer
 
@@ -18,7 +19,7 @@ def _ticket(peer: Peer, channel: int = 1, **rights: bool) -> int:
     return int(peer.call(channel, "access.request", realm="/data", **rights).ticket)
 
 
-@rule("access.request.realm:validity")
+@in_both_dialects("access.request.realm:validity", draft=("access.request.realm:validity",))
 def test_an_unknown_realm_is_refused_like_a_forbidden_one(peer: Peer) -> None:
     peer.send(1, "access.request", realm="/no-such-realm", active=True)
     assert peer.channel_error(1) == 403
@@ -76,12 +77,13 @@ def test_basic_publish_needs_write_and_get_needs_read(peer: Peer, name: str) -> 
     )
 
 
-@rule(
+@in_both_dialects(
     "basic.consume.ticket:01",
     "file.consume.ticket:01",
     "stream.consume.ticket:01",
     "message.consume.ticket:01",
     "message.get.ticket:01",
+    draft=("file.consume.ticket:validity", "stream.consume.ticket:validity"),
 )
 @pytest.mark.parametrize(
     "method", ["basic.consume", "file.consume", "stream.consume", "message.consume", "message.get"]
@@ -93,7 +95,12 @@ def test_consuming_needs_a_read_ticket(peer: Peer, name: str, method: str) -> No
     assert peer.channel_error(1) == 403
 
 
-@rule("file.publish.ticket:01", "stream.publish.ticket:01", "message.transfer.ticket:01")
+@in_both_dialects(
+    "file.publish.ticket:01",
+    "stream.publish.ticket:01",
+    "message.transfer.ticket:01",
+    draft=("file.publish.ticket:validity", "stream.publish.ticket:validity"),
+)
 @pytest.mark.parametrize("method", ["file.publish", "stream.publish", "message.transfer"])
 def test_publishing_needs_a_write_ticket(peer: Peer, name: str, method: str) -> None:
     read = _ticket(peer, read=True)
@@ -104,7 +111,7 @@ def test_publishing_needs_a_write_ticket(peer: Peer, name: str, method: str) -> 
     assert peer.channel_error(1) == 403
 
 
-@rule("access.request.exclusive:validity")
+@in_both_dialects("access.request.exclusive:validity", draft=("access.request.exclusive:in-use",))
 def test_exclusive_access_is_refused_while_another_channel_holds_a_ticket(
     peer_factory: Callable[..., Peer],
 ) -> None:
@@ -116,6 +123,7 @@ def test_exclusive_access_is_refused_while_another_channel_holds_a_ticket(
     assert asker.channel_error(1) == 403
 
 
+@in_both_dialects()
 def test_ticket_zero_is_the_implicit_data_ticket_of_clients_without_access_requests(
     peer: Peer, name: str
 ) -> None:

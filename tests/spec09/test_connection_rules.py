@@ -10,10 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
-from amqp_protocol import SPEC_0_9, SPEC_0_9_1, frames
+from amqp_protocol import SPEC_0_9, SPEC_0_9_1, Spec, frames
 from amqp_spark.client import AMQPConnectionError, ChannelClosed, connect
 from broker import Broker
 
+from .dialects import in_both_dialects
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -23,9 +24,10 @@ def _url(broker: Broker, vhost: str = "%2F", user: str = "guest") -> str:
     return f"amqp://{user}:{user}@127.0.0.1:{broker.port}/{vhost}"
 
 
-@rule("connection.start:client-support")
-def test_the_client_closes_the_socket_when_the_server_offers_another_version() -> None:
-    """A server that answers our 0-9 header with 0-9-1's: the client gives up and closes."""
+@in_both_dialects("connection.start:client-support", draft=("connection.start:client-support",))
+def test_the_client_closes_the_socket_when_the_server_offers_another_version(spec: Spec) -> None:
+    """A server that answers our 0-9 (0-10) header with 0-9-1's: the client gives up and
+    closes."""
     listener = socket.create_server(("127.0.0.1", 0))
     seen: list[bytes] = []
 
@@ -41,17 +43,19 @@ def test_the_client_closes_the_socket_when_the_server_offers_another_version() -
     server.start()
     port = listener.getsockname()[1]
     with pytest.raises(AMQPConnectionError):
-        connect(f"amqp://guest:guest@127.0.0.1:{port}/", spec=SPEC_0_9)
+        connect(f"amqp://guest:guest@127.0.0.1:{port}/", spec=spec)
     server.join(timeout=10)
     listener.close()
-    assert seen == [SPEC_0_9.protocol_header, b""]
+    assert seen == [spec.protocol_header, b""]
 
 
-@rule("connection.start-ok.mechanism:validity")
+@in_both_dialects(
+    "connection.start-ok.mechanism:validity", draft=("connection.start-ok.mechanism:validity",)
+)
 def test_a_mechanism_the_server_did_not_offer_closes_the_socket_without_a_reply(
-    bundled_broker_url: str,
+    bundled_broker_url: str, spec: Spec
 ) -> None:
-    peer = Peer(bundled_broker_url, handshake=False)
+    peer = Peer(bundled_broker_url, spec, handshake=False)
     peer.send(
         0,
         "connection.start-ok",
@@ -63,12 +67,17 @@ def test_a_mechanism_the_server_did_not_offer_closes_the_socket_without_a_reply(
     assert peer.socket_closed_silently()
 
 
-@rule("connection.tune.frame-max:minimum", "connection.tune-ok.frame-max:minimum")
-def test_frames_up_to_frame_min_size_are_accepted_before_tuning(bundled_broker_url: str) -> None:
+_FRAME_MAX_MINIMUM = ("connection.tune.frame-max:minimum", "connection.tune-ok.frame-max:minimum")
+
+
+@in_both_dialects(*_FRAME_MAX_MINIMUM, draft=_FRAME_MAX_MINIMUM)
+def test_frames_up_to_frame_min_size_are_accepted_before_tuning(
+    bundled_broker_url: str, spec: Spec
+) -> None:
     """A start-ok frame of nearly 4096 octets, before frame-max is negotiated."""
-    peer = Peer(bundled_broker_url, handshake=False)
+    peer = Peer(bundled_broker_url, spec, handshake=False)
     padding = {"padding": "x" * 3990}
-    start_ok = SPEC_0_9.method("connection.start-ok")(
+    start_ok = spec.method("connection.start-ok")(
         client_properties=padding, mechanism="PLAIN", response=b"\0guest\0guest", locale="en_US"
     )
     assert frames.FRAME_MIN_SIZE - 100 < len(start_ok.encode()) <= frames.FRAME_MIN_SIZE - 8
@@ -77,20 +86,30 @@ def test_frames_up_to_frame_min_size_are_accepted_before_tuning(bundled_broker_u
     peer.close()
 
 
-@rule("connection.tune-ok.frame-max:minimum")
-def test_a_frame_max_under_frame_min_size_closes_the_socket(bundled_broker_url: str) -> None:
-    peer = Peer(bundled_broker_url, handshake=False)
+@in_both_dialects(
+    "connection.tune-ok.frame-max:minimum", draft=("connection.tune-ok.frame-max:minimum",)
+)
+def test_a_frame_max_under_frame_min_size_closes_the_socket(
+    bundled_broker_url: str, spec: Spec
+) -> None:
+    peer = Peer(bundled_broker_url, spec, handshake=False)
     tune = peer.login("guest", "guest")
     peer.tune(tune.channel_max, frames.FRAME_MIN_SIZE - 1)
     assert peer.socket_closed_silently()
 
 
-@rule("connection.tune-ok.channel-max:upper-limit", "connection.tune-ok.frame-max:upper-limit")
+_UPPER_LIMITS = (
+    "connection.tune-ok.channel-max:upper-limit",
+    "connection.tune-ok.frame-max:upper-limit",
+)
+
+
+@in_both_dialects(*_UPPER_LIMITS, draft=_UPPER_LIMITS)
 @pytest.mark.parametrize("over", ["channel_max", "frame_max"])
 def test_tuning_over_the_servers_limits_closes_the_socket_without_a_close_method(
-    bundled_broker_url: str, over: str
+    bundled_broker_url: str, over: str, spec: Spec
 ) -> None:
-    peer = Peer(bundled_broker_url, handshake=False)
+    peer = Peer(bundled_broker_url, spec, handshake=False)
     tune = peer.login("guest", "guest")
     limits = {"channel_max": tune.channel_max, "frame_max": tune.frame_max}
     limits[over] += 1
@@ -135,12 +154,12 @@ def test_a_user_without_permissions_on_a_virtual_host_cannot_open_it(
     assert peer.connection_error() == 530
 
 
-@rule("connection.open.insist:behaviour")
+@in_both_dialects("connection.open.insist:behaviour", draft=("connection.open.insist:behaviour",))
 def test_a_configured_redirect_is_sent_unless_the_client_insists(
-    broker_with: Callable[..., Broker],
+    broker_with: Callable[..., Broker], spec: Spec
 ) -> None:
     broker = broker_with(redirect={"/": ["127.0.0.2:5673", "127.0.0.3"]})
-    redirected = Peer(broker.url, handshake=False)
+    redirected = Peer(broker.url, spec, handshake=False)
     redirected.tune(*_limits(redirected.login("guest", "guest")))
     reply = redirected.open("/")
     assert (reply.NAME, reply.host, reply.known_hosts) == (
@@ -149,7 +168,7 @@ def test_a_configured_redirect_is_sent_unless_the_client_insists(
         "127.0.0.2:5673 127.0.0.3",
     )
     assert redirected.socket_closed_silently()
-    insisting = Peer(broker.url, handshake=False)
+    insisting = Peer(broker.url, spec, handshake=False)
     insisting.tune(*_limits(insisting.login("guest", "guest")))
     Peer.expect_reply(insisting.open("/", insist=True), "connection.open-ok")
     insisting.close()
@@ -166,9 +185,11 @@ def _limits(tune: object) -> tuple[int, int]:
     return tune.channel_max, tune.frame_max  # type: ignore[attr-defined]
 
 
-@rule("connection.close:stability")
-def test_after_the_servers_close_only_close_ok_is_answered(bundled_broker_url: str) -> None:
-    peer = Peer(bundled_broker_url)
+@in_both_dialects("connection.close:stability", draft=("connection.close:stability",))
+def test_after_the_servers_close_only_close_ok_is_answered(
+    bundled_broker_url: str, spec: Spec
+) -> None:
+    peer = Peer(bundled_broker_url, spec)
     peer.open_channel(1)
     peer.open_channel(2)
     peer.send(1, "channel.open")  # a connection error: the server sends connection.close

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
+from .dialects import in_both_dialects
 from .flows import declare_queue, get_body, receive_file, reject_a_file
 from .peer import Peer
 
@@ -35,7 +36,7 @@ def test_a_delivery_tag_cannot_be_acked_on_another_channel(peer: Peer, name: str
     assert _message_count(peer, 1, name) == 0
 
 
-@rule("basic.consume.queue:01")
+@in_both_dialects("basic.consume.queue:01", draft=("basic.consume.queue:queue-exists-if-empty",))
 def test_consuming_the_unnamed_queue_needs_one_declared_on_the_channel(
     peer: Peer, name: str
 ) -> None:
@@ -46,7 +47,9 @@ def test_consuming_the_unnamed_queue_needs_one_declared_on_the_channel(
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("basic.consume.consumer-tag:02")
+@in_both_dialects(
+    "basic.consume.consumer-tag:02", draft=("basic.consume.consumer-tag:session-bound",)
+)
 def test_a_consumer_tag_means_nothing_on_another_channel(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "basic.consume", queue=name, consumer_tag="mine", no_ack=True)
@@ -56,7 +59,7 @@ def test_a_consumer_tag_means_nothing_on_another_channel(peer: Peer, name: str) 
     assert peer.expect(1, "basic.deliver").body == b"still consumed on channel 1"
 
 
-@rule("basic.cancel:01")
+@in_both_dialects("basic.cancel:01", draft=("basic.cancel:non-existent",))
 def test_cancelling_a_consumer_of_a_deleted_queue_is_not_an_error(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "basic.consume", queue=name, consumer_tag="gone")
@@ -76,7 +79,7 @@ def test_sixteen_consumers_on_one_queue(peer: Peer, name: str, content_class: st
     assert peer.call(1, "queue.declare", queue=name, passive=True).consumer_count == 16
 
 
-@rule("basic.qos.prefetch-size:01")
+@in_both_dialects("basic.qos.prefetch-size:01", draft=("basic.qos.prefetch-size:ignore",))
 def test_prefetch_size_never_holds_back_a_message_when_none_is_unacknowledged(
     peer: Peer, name: str
 ) -> None:
@@ -92,7 +95,7 @@ def test_prefetch_size_never_holds_back_a_message_when_none_is_unacknowledged(
     assert peer.expect(1, "basic.deliver").body == b"b" * 100
 
 
-@rule("queue.purge:02")
+@in_both_dialects("queue.purge:02", draft=("queue.purge:tx-exception",))
 def test_purge_on_a_transacted_channel_keeps_unacknowledged_messages(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     _publish(peer, name, b"delivered")
@@ -106,7 +109,9 @@ def test_purge_on_a_transacted_channel_keeps_unacknowledged_messages(peer: Peer,
     assert get_body(peer, 2, name) == b"delivered"
 
 
-@rule("basic.reject.requeue:01", "basic.reject:02")
+@in_both_dialects(
+    "basic.reject.requeue:01", "basic.reject:02", draft=("basic.reject.requeue:requeue-strategy",)
+)
 def test_a_requeued_reject_goes_to_a_consumer_on_another_channel(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.open_channel(2)
@@ -124,7 +129,7 @@ def test_a_requeued_reject_goes_to_a_consumer_on_another_channel(peer: Peer, nam
     peer.nothing(1, "basic.deliver")
 
 
-@rule("basic.reject.requeue:01")
+@in_both_dialects("basic.reject.requeue:01", draft=("basic.reject.requeue:requeue-strategy",))
 def test_a_requeued_reject_is_not_given_back_to_its_channel_until_it_closes(
     peer: Peer, name: str
 ) -> None:
@@ -143,7 +148,7 @@ def test_a_requeued_reject_is_not_given_back_to_its_channel_until_it_closes(
     assert (got.body, got.method.redelivered) == (b"rejected", True)
 
 
-@rule("basic.reject.requeue:01")
+@in_both_dialects("basic.reject.requeue:01", draft=("basic.reject.requeue:requeue-strategy",))
 def test_a_requeued_reject_in_a_transaction_follows_the_same_rule(
     peer_factory: Callable[..., Peer], peer: Peer, name: str
 ) -> None:
@@ -162,7 +167,11 @@ def test_a_requeued_reject_in_a_transaction_follows_the_same_rule(
     assert other.expect(1, "basic.deliver").body == b"rejected"
 
 
-@rule("file.reject.requeue:01", "file.reject:01")
+@in_both_dialects(
+    "file.reject.requeue:01",
+    "file.reject:01",
+    draft=("file.reject.requeue:requeue-strategy", "file.reject:server-interpretation"),
+)
 def test_a_requeued_file_reject_is_not_given_back_to_its_channel(peer: Peer, name: str) -> None:
     reject_a_file(peer, name, requeue=True)
     peer.nothing(1, "file.open")

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from amqp_protocol import SPEC_0_9
+from amqp_protocol import SPEC_0_9, Spec
 from amqp_spark.client import ChannelClosed, ConnectionClosed, connect
 from amqp_spark.client.channel import Channel
 
+from .dialects import in_both_dialects
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -31,22 +32,30 @@ def _closed_with(code: int, call: object, *args: object, **kwargs: object) -> No
     assert info.value.reply_code == code
 
 
-@rule("connection.start:protocol-name")
+@in_both_dialects("connection.start:protocol-name", draft=("connection.start:protocol-name",))
 def test_an_unknown_protocol_header_gets_the_servers_header_and_no_method(
-    bundled_broker_url: str,
+    bundled_broker_url: str, spec: Spec
 ) -> None:
+    """A header of the same family as ``spec``'s that no version has (a later revision)."""
     host, port = bundled_broker_url.split("@")[1].split("/")[0].split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
-        sock.sendall(b"AMQP\x01\x01\x07\x07")
+        sock.sendall(spec.protocol_header[:-1] + b"\x63")
         reply = sock.recv(64)
         assert reply.startswith(b"AMQP") and len(reply) == 8
 
 
-@rule("connection.start:server-support", "connection.start.locales:required-support")
-def test_the_server_offers_0_9_and_en_us_to_a_0_9_client(bundled_broker_url: str) -> None:
-    peer = Peer(bundled_broker_url)
+_START = ("connection.start:server-support", "connection.start.locales:required-support")
+
+
+@in_both_dialects(*_START, draft=_START)
+def test_the_server_offers_the_clients_version_and_en_us(
+    bundled_broker_url: str, spec: Spec
+) -> None:
+    peer = Peer(bundled_broker_url, spec)
     try:
-        assert peer.proto.spec.version == (0, 9, 0)
+        assert peer.proto.spec is spec
+        assert (peer.start.version_major, peer.start.version_minor) == spec.version[:2]
+        assert "en_US" in peer.start.locales.decode().split()
     finally:
         peer.close()
 
@@ -206,12 +215,21 @@ def test_delete_if_empty_of_a_non_empty_queue_is_406(ch: Channel) -> None:
     _closed_with(406, ch.queue_delete, q, if_empty=True)
 
 
-@rule("queue.purge.queue:01", "queue.delete.queue:01", "basic.get.queue:01")
+@in_both_dialects(
+    "queue.purge.queue:01",
+    "queue.delete.queue:01",
+    "basic.get.queue:01",
+    draft=(
+        "queue.purge.queue:empty-name",
+        "queue.delete.queue:empty-name",
+        "basic.get.queue:queue-exists-if-empty",
+    ),
+)
 @pytest.mark.parametrize("method", ["queue.purge", "queue.delete", "basic.get"])
 def test_an_empty_queue_name_without_a_declared_queue_is_530(
-    bundled_broker_url: str, method: str
+    bundled_broker_url: str, method: str, spec: Spec
 ) -> None:
-    peer = Peer(bundled_broker_url)
+    peer = Peer(bundled_broker_url, spec)
     try:
         peer.open_channel(1)
         peer.send(1, method, queue="")
@@ -290,9 +308,9 @@ def test_recovered_messages_are_marked_redelivered(ch: Channel) -> None:
     assert ch.basic_get(q, no_ack=True).redelivered
 
 
-@rule("channel.open:state")
-def test_opening_an_open_channel_is_a_connection_error(bundled_broker_url: str) -> None:
-    peer = Peer(bundled_broker_url)
+@in_both_dialects("channel.open:state", draft=("channel.open:state",))
+def test_opening_an_open_channel_is_a_connection_error(bundled_broker_url: str, spec: Spec) -> None:
+    peer = Peer(bundled_broker_url, spec)
     try:
         peer.open_channel(1)
         peer.send(1, "channel.open")

@@ -11,7 +11,8 @@ from amqp_protocol import SPEC_0_9
 from amqp_spark.client import connect
 from broker import Broker
 
-from .flows import declare_queue, get_body
+from .dialects import in_both_dialects
+from .flows import declare_internal_exchange, declare_queue, get_body
 from .peer import Peer
 
 rule = pytest.mark.spec_rule
@@ -49,7 +50,9 @@ def test_topic_and_headers_exchanges_route(peer: Peer, name: str) -> None:
     assert bodies == {b"t", b"h"}
 
 
-@rule("exchange.declare.auto-delete:sticky")
+@in_both_dialects(
+    "exchange.declare.auto-delete:sticky", draft=("exchange.declare.auto-delete:sticky",)
+)
 def test_redeclaring_an_exchange_ignores_auto_delete(peer: Peer, name: str) -> None:
     peer.call(1, "exchange.declare", exchange=name, type="fanout", auto_delete=False)
     peer.call(1, "exchange.declare", exchange=name, type="fanout", auto_delete=True)
@@ -59,7 +62,7 @@ def test_redeclaring_an_exchange_ignores_auto_delete(peer: Peer, name: str) -> N
     peer.call(1, "exchange.declare", exchange=name, type="fanout", passive=True)
 
 
-@rule("exchange.delete.exchange:exists")
+@in_both_dialects("exchange.delete.exchange:exists", draft=("exchange.delete.exchange:exists",))
 def test_deleting_a_missing_exchange_is_404(peer: Peer, name: str) -> None:
     peer.send(1, "exchange.delete", exchange=name)
     assert peer.error(1) == ("channel", 404)
@@ -84,7 +87,9 @@ def test_256_queues_per_virtual_host(peer: Peer, name: str) -> None:
     assert peer.error(1) == ("channel", 404)
 
 
-@rule("queue.declare.queue:reserved-prefix")
+@in_both_dialects(
+    "queue.declare.queue:reserved-prefix", draft=("queue.declare.queue:reserved-prefix",)
+)
 def test_declaring_an_amq_queue_is_refused(peer: Peer) -> None:
     peer.send(1, "queue.declare", queue="amq.mine")
     assert peer.error(1) == ("channel", 403)
@@ -99,7 +104,10 @@ def test_a_passive_declare_asserts_without_creating(peer: Peer, name: str) -> No
     assert peer.call(2, "queue.declare", queue=name, passive=True).queue == name
 
 
-@rule("queue.declare.durable:pre-existence", "queue.declare.auto-delete:pre-existence")
+_PRE_EXISTENCE = ("queue.declare.durable:pre-existence", "queue.declare.auto-delete:pre-existence")
+
+
+@in_both_dialects(*_PRE_EXISTENCE, draft=_PRE_EXISTENCE)
 def test_redeclaring_a_queue_ignores_durable_and_auto_delete(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name, durable=False, auto_delete=False)
     declare_queue(peer, 1, name, durable=True, auto_delete=True)
@@ -119,7 +127,7 @@ def test_an_exclusive_queue_cannot_be_declared_from_another_connection(
     assert other.error(1) == ("channel", 405)
 
 
-@rule("queue.bind:failure")
+@in_both_dialects("queue.bind:failure", draft=("queue.bind:failure",))
 @pytest.mark.parametrize("missing", ["queue", "exchange"])
 def test_a_failed_bind_is_a_connection_exception(peer: Peer, name: str, missing: str) -> None:
     queue = declare_queue(peer, 1, "")
@@ -128,13 +136,13 @@ def test_a_failed_bind_is_a_connection_exception(peer: Peer, name: str, missing:
     assert peer.error(1) == ("connection", 404)
 
 
-@rule("queue.unbind:01")
+@in_both_dialects("queue.unbind:01", draft=("queue.unbind:failure",))
 def test_a_failed_unbind_is_a_connection_exception(peer: Peer, name: str) -> None:
     peer.send(1, "queue.unbind", queue=name, exchange="amq.direct", routing_key="k")
     assert peer.error(1) == ("connection", 404)
 
 
-@rule("queue.bind:transient-exchange")
+@in_both_dialects("queue.bind:transient-exchange", draft=("queue.bind:transient-exchange",))
 def test_a_durable_queue_cannot_bind_to_a_transient_exchange(peer: Peer, name: str) -> None:
     peer.call(1, "exchange.declare", exchange=name, type="direct", durable=False)
     queue = declare_queue(peer, 1, f"{name}-q", durable=True)
@@ -142,15 +150,17 @@ def test_a_durable_queue_cannot_bind_to_a_transient_exchange(peer: Peer, name: s
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("queue.bind:internal-exchange")
-def test_binding_to_an_internal_exchange_is_530(peer: Peer, name: str) -> None:
-    peer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+@in_both_dialects("queue.bind:internal-exchange", draft=("queue.bind:internal-exchange",))
+def test_binding_to_an_internal_exchange_is_530(
+    bundled_broker_url: str, peer: Peer, name: str
+) -> None:
+    declare_internal_exchange(bundled_broker_url, name)
     queue = declare_queue(peer, 1, "")
     peer.send(1, "queue.bind", queue=queue, exchange=name)
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("queue.bind.queue:empty-queue")
+@in_both_dialects("queue.bind.queue:empty-queue", draft=("queue.bind.queue:empty-queue",))
 def test_binding_an_unnamed_queue_without_a_declared_one_is_refused(peer: Peer) -> None:
     peer.send(1, "queue.bind", queue="", exchange="amq.direct", routing_key="k")
     assert peer.error(1) == ("connection", 530)
@@ -167,7 +177,7 @@ def test_four_bindings_on_one_queue_all_route(peer: Peer, name: str) -> None:
     assert peer.call(1, "queue.declare", queue=queue, passive=True).message_count == 4
 
 
-@rule("queue.delete.queue:02")
+@in_both_dialects("queue.delete.queue:02", draft=("queue.delete.queue:queue-exists",))
 def test_deleting_a_missing_queue_is_404(peer: Peer, name: str) -> None:
     peer.send(1, "queue.delete", queue=name)
     assert peer.error(1) == ("channel", 404)

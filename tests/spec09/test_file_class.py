@@ -5,17 +5,32 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import pytest
-
+from amqp_protocol import Spec
 from broker import Broker
 
-from .flows import declare_queue, peer_on, publish_file, receive_file, reject_a_file, stage_file
+from .dialects import in_both_dialects
+from .flows import (
+    declare_internal_exchange,
+    declare_queue,
+    peer_on,
+    publish_file,
+    receive_file,
+    reject_a_file,
+    stage_file,
+)
 from .peer import Peer
 
-rule = pytest.mark.spec_rule
 
-
-@rule("file.open-ok.staged-size:02", "file.publish.exchange:01", "file:04")
+@in_both_dialects(
+    "file.open-ok.staged-size:02",
+    "file.publish.exchange:01",
+    "file:04",
+    draft=(
+        "file.open-ok.staged-size:staging",
+        "file.publish.exchange:default",
+        "file:acknowledgement-support",
+    ),
+)
 def test_a_staged_file_published_to_the_default_exchange_is_delivered(
     peer: Peer, name: str
 ) -> None:
@@ -30,7 +45,11 @@ def test_a_staged_file_published_to_the_default_exchange_is_delivered(
     assert peer.call(1, "queue.declare", queue=name, passive=True).queue == name
 
 
-@rule("file.open-ok.staged-size:01", "file.open.content-size:01")
+@in_both_dialects(
+    "file.open-ok.staged-size:01",
+    "file.open.content-size:01",
+    draft=("file.open-ok.staged-size:behaviour", "file.open.content-size:content-size"),
+)
 def test_a_client_resumes_its_delivery_from_the_offset_it_gives(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     publish_file(peer, 1, name, b"0123456789", "resume-deliver")
@@ -41,6 +60,7 @@ def test_a_client_resumes_its_delivery_from_the_offset_it_gives(peer: Peer, name
     peer.expect(1, "file.deliver")
 
 
+@in_both_dialects()
 def test_a_resume_offset_beyond_the_file_is_a_precondition_failure(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     publish_file(peer, 1, name, b"0123456789", f"beyond-{name}")
@@ -49,9 +69,11 @@ def test_a_resume_offset_beyond_the_file_is_a_precondition_failure(peer: Peer, n
     peer.send(1, "file.open-ok", staged_size=11)
     assert peer.channel_error(1) == 406
     peer.open_channel(2)
-    assert peer.call(2, "queue.declare", queue=name, passive=True).message_count == 1
+    peer.call(2, "file.consume", queue=name, no_ack=True)
+    assert receive_file(peer, 2)[1] == b"0123456789"  # the file went back to its queue
 
 
+@in_both_dialects()
 def test_a_stage_cut_by_a_broken_connection_resumes_where_it_stopped(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -80,17 +102,21 @@ def test_a_stage_cut_by_a_broken_connection_resumes_where_it_stopped(
     assert received == body
 
 
+@in_both_dialects()
 def test_file_stage_without_file_open_is_a_command_invalid(peer: Peer) -> None:
     peer.send_content(1, "file.stage", b"data")
     assert peer.error(1) == ("connection", 503)
 
 
+@in_both_dialects()
 def test_publishing_an_unstaged_identifier_is_not_found(peer: Peer, name: str) -> None:
     peer.send(1, "file.publish", exchange="", routing_key=name, identifier="never-staged")
     assert peer.channel_error(1) == 404
 
 
-@rule("file.qos.prefetch-count:01")
+@in_both_dialects(
+    "file.qos.prefetch-count:01", draft=("file.qos.prefetch-count:prefetch-discretion",)
+)
 def test_file_deliveries_stay_within_the_prefetch_count(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     for i in range(3):
@@ -103,7 +129,11 @@ def test_file_deliveries_stay_within_the_prefetch_count(peer: Peer, name: str) -
     receive_file(peer, 1)
 
 
-@rule("file.ack.multiple:01", "domain.delivery-tag:non-zero")
+@in_both_dialects(
+    "file.ack.multiple:01",
+    "domain.delivery-tag:non-zero",
+    draft=("file.ack.multiple:validation",),
+)
 def test_acking_an_unknown_delivery_tag_is_a_channel_error(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     publish_file(peer, 1, name, b"x", f"ack-{name}")
@@ -114,13 +144,15 @@ def test_acking_an_unknown_delivery_tag_is_a_channel_error(peer: Peer, name: str
     assert peer.channel_error(1) == 406
 
 
-@rule("file.reject:02")
+@in_both_dialects("file.reject:02", draft=("file.reject:not-selection",))
 def test_a_rejected_file_without_requeue_is_discarded(peer: Peer, name: str) -> None:
     reject_a_file(peer, name, requeue=False)
     peer.nothing(1, "file.open")
 
 
-@rule("file.consume.consumer-tag:01")
+@in_both_dialects(
+    "file.consume.consumer-tag:01", draft=("file.consume.consumer-tag:not-existing-consumer",)
+)
 def test_a_second_file_consumer_with_the_same_tag_is_a_530(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "file.consume", queue=name, consumer_tag="dup")
@@ -128,7 +160,7 @@ def test_a_second_file_consumer_with_the_same_tag_is_a_530(peer: Peer, name: str
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("file.consume.exclusive:01")
+@in_both_dialects("file.consume.exclusive:01", draft=("file.consume.exclusive:in-use",))
 def test_exclusive_file_consume_on_a_queue_with_consumers_is_405(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "file.consume", queue=name, consumer_tag="a")
@@ -136,20 +168,22 @@ def test_exclusive_file_consume_on_a_queue_with_consumers_is_405(peer: Peer, nam
     assert peer.channel_error(1) == 405
 
 
-@rule("file.consume.queue:01")
+@in_both_dialects("file.consume.queue:01", draft=("file.consume.queue:queue-exists-if-empty",))
 def test_file_consume_of_an_empty_queue_name_without_a_declared_queue_is_530(peer: Peer) -> None:
     peer.send(1, "file.consume", queue="")
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("file.publish.exchange:02")
-def test_file_publish_to_an_internal_exchange_is_403(peer: Peer, name: str) -> None:
-    peer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+@in_both_dialects("file.publish.exchange:02", draft=("file.publish.exchange:internal",))
+def test_file_publish_to_an_internal_exchange_is_403(
+    bundled_broker_url: str, peer: Peer, name: str
+) -> None:
+    declare_internal_exchange(bundled_broker_url, name)
     publish_file(peer, 1, "k", b"x", f"int-{name}", exchange=name)
     assert peer.channel_error(1) == 403
 
 
-@rule("file:03")
+@in_both_dialects("file:03", draft=("file:priority-levels",))
 def test_file_messages_have_two_priority_levels(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     publish_file(peer, 1, name, b"low", f"lo-{name}", properties={"priority": 1})
@@ -158,7 +192,7 @@ def test_file_messages_have_two_priority_levels(peer: Peer, name: str) -> None:
     assert [receive_file(peer, 1)[1] for _ in range(2)] == [b"high", b"low"]
 
 
-@pytest.mark.spec_rule("file.publish.mandatory:01")
+@in_both_dialects("file.publish.mandatory:01", draft=("file.publish.mandatory:implementation",))
 def test_an_unroutable_mandatory_file_is_returned(peer: Peer, name: str) -> None:
     publish_file(
         peer, 1, "nowhere-" + name, b"back", f"ret-{name}", exchange="amq.direct", mandatory=True
@@ -167,17 +201,16 @@ def test_an_unroutable_mandatory_file_is_returned(peer: Peer, name: str) -> None
     assert (returned.method.reply_code, returned.body) == (312, b"back")
 
 
-@rule("file:01")
+@in_both_dialects("file:01", draft=("file:reliable-storage",))
 def test_file_messages_of_a_durable_queue_survive_a_restart_until_acked(
-    restarted: Callable[[], Broker], name: str
+    restarted: Callable[[], Broker], name: str, spec: Spec
 ) -> None:
-    peer = peer_on(restarted().url)
+    peer = peer_on(restarted().url, spec)
     declare_queue(peer, 1, name, durable=True)
     publish_file(peer, 1, name, b"kept on disk", f"durable-{name}", properties={"priority": 3})
-    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
+    peer.call(1, "queue.declare", queue=name, passive=True)  # the publish is handled
     peer.close()
-    peer = peer_on(restarted().url)
-    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 1
+    peer = peer_on(restarted().url, spec)
     peer.call(1, "file.consume", queue=name)
     deliver, body = receive_file(peer, 1)
     assert (body, deliver.redelivered, deliver.identifier) == (
@@ -187,8 +220,9 @@ def test_file_messages_of_a_durable_queue_survive_a_restart_until_acked(
     )
     peer.send(1, "file.ack", delivery_tag=deliver.delivery_tag)
     peer.close()
-    peer = peer_on(restarted().url)
-    assert peer.call(1, "queue.declare", queue=name, passive=True).message_count == 0
+    peer = peer_on(restarted().url, spec)
+    peer.call(1, "file.consume", queue=name, no_ack=True)
+    peer.nothing(1, "file.open")
     peer.close()
 
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
-from .flows import declare_queue
+from .dialects import in_both_dialects
+from .flows import declare_internal_exchange, declare_queue
 from .peer import Peer
-
-rule = pytest.mark.spec_rule
 
 
 def _publish(
@@ -27,7 +24,11 @@ def _publish(
     )
 
 
-@rule("stream.publish.exchange:01", "stream:03")
+@in_both_dialects(
+    "stream.publish.exchange:01",
+    "stream:03",
+    draft=("stream.publish.exchange:default", "stream:acknowledgement-support"),
+)
 def test_stream_messages_are_delivered_and_leave_the_queue_without_acks(
     peer: Peer, name: str
 ) -> None:
@@ -47,6 +48,7 @@ def test_stream_messages_are_delivered_and_leave_the_queue_without_acks(
     peer.nothing(2, "stream.deliver")
 
 
+@in_both_dialects()
 def test_the_consume_rate_paces_stream_deliveries(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     for _ in range(5):
@@ -59,7 +61,7 @@ def test_the_consume_rate_paces_stream_deliveries(peer: Peer, name: str) -> None
     assert time.monotonic() - started >= 0.7  # 4 x 1000 octets at 5000 octets/s after the first
 
 
-@rule("stream:02")
+@in_both_dialects("stream:02", draft=("stream:priority-levels",))
 def test_stream_messages_have_two_priority_levels(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     _publish(peer, name, b"low", priority=2)
@@ -69,7 +71,9 @@ def test_stream_messages_have_two_priority_levels(peer: Peer, name: str) -> None
     assert [peer.expect(1, "stream.deliver").body for _ in range(2)] == [b"high", b"low"]
 
 
-@rule("stream.consume.consumer-tag:01")
+@in_both_dialects(
+    "stream.consume.consumer-tag:01", draft=("stream.consume.consumer-tag:not-existing-consumer",)
+)
 def test_a_second_stream_consumer_with_the_same_tag_is_a_530(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "stream.consume", queue=name, consumer_tag="dup")
@@ -77,7 +81,7 @@ def test_a_second_stream_consumer_with_the_same_tag_is_a_530(peer: Peer, name: s
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("stream.consume.exclusive:01")
+@in_both_dialects("stream.consume.exclusive:01", draft=("stream.consume.exclusive:in-use",))
 def test_exclusive_stream_consume_on_a_queue_with_consumers_is_405(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     peer.call(1, "stream.consume", queue=name, consumer_tag="a")
@@ -85,20 +89,22 @@ def test_exclusive_stream_consume_on_a_queue_with_consumers_is_405(peer: Peer, n
     assert peer.channel_error(1) == 405
 
 
-@rule("stream.consume.queue:01")
+@in_both_dialects("stream.consume.queue:01", draft=("stream.consume.queue:queue-exists-if-empty",))
 def test_stream_consume_of_an_empty_queue_name_without_a_declared_queue_is_530(peer: Peer) -> None:
     peer.send(1, "stream.consume", queue="")
     assert peer.error(1) == ("connection", 530)
 
 
-@rule("stream.publish.exchange:02")
-def test_stream_publish_to_an_internal_exchange_is_403(peer: Peer, name: str) -> None:
-    peer.call(1, "exchange.declare", exchange=name, type="fanout", internal=True)
+@in_both_dialects("stream.publish.exchange:02", draft=("stream.publish.exchange:internal",))
+def test_stream_publish_to_an_internal_exchange_is_403(
+    bundled_broker_url: str, peer: Peer, name: str
+) -> None:
+    declare_internal_exchange(bundled_broker_url, name)
     _publish(peer, "k", b"x", exchange=name)
     assert peer.channel_error(1) == 403
 
 
-@pytest.mark.spec_rule("stream.publish.mandatory:01")
+@in_both_dialects("stream.publish.mandatory:01", draft=("stream.publish.mandatory:implementation",))
 def test_an_unroutable_mandatory_stream_message_is_returned(peer: Peer, name: str) -> None:
     _publish(peer, "nowhere-" + name, b"back", exchange="amq.direct", mandatory=True)
     returned = peer.expect(1, "stream.return")

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
-
 from broker import Broker
 
+from .dialects import in_both_dialects
 from .flows import declare_queue, peer_on
 from .peer import Peer
 
@@ -21,7 +20,7 @@ PACKET = 256 << 10
 PACKETS = 96
 
 
-@pytest.mark.spec_rule("stream.qos.consume-rate:01")
+@in_both_dialects("stream.qos.consume-rate:01", draft=("stream.qos.consume-rate:ignore-prefetch",))
 def test_prefetch_windows_do_not_hold_back_unacknowledged_stream_deliveries(
     peer: Peer, name: str
 ) -> None:

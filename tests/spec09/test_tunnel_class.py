@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .dialects import in_both_dialects
 from .peer import Peer
 
 
@@ -19,9 +20,10 @@ def _endpoints(peer_factory: Callable[..., Peer], count: int) -> list[Peer]:
 
 def _request(peer: Peer, body: bytes, **properties: Any) -> None:
     peer.send_content(1, "tunnel.request", body, properties, meta_data={"k": "v"})
-    peer.call(1, "channel.ping")  # the broker handled the request
+    peer.call(1, "channel.flow", active=True)  # the broker handled the request (0-9 and 0-10)
 
 
+@in_both_dialects()
 def test_data_without_broadcast_goes_to_the_first_other_endpoint_only(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -35,6 +37,7 @@ def test_data_without_broadcast_goes_to_the_first_other_endpoint_only(
     sender.nothing(1, "tunnel.request")
 
 
+@in_both_dialects()
 def test_data_that_finds_no_endpoint_is_dropped_unless_durable(
     peer_factory: Callable[..., Peer], name: str
 ) -> None:
@@ -46,6 +49,7 @@ def test_data_that_finds_no_endpoint_is_dropped_unless_durable(
     late.nothing(1, "tunnel.request")
 
 
+@in_both_dialects()
 def test_a_request_without_proxy_name_is_a_precondition_failure(peer: Peer) -> None:
     peer.send_content(1, "tunnel.request", b"data", {"data_name": "d"}, meta_data={})
     assert peer.channel_error(1) == 406

@@ -2,10 +2,14 @@
 
 Its differences from 0-9-1 that matter here: basic.qos has no qos-ok, basic.publish has
 ``reject-unroutable`` instead of ``mandatory``, basic.recover has no recover-ok, and basic
-properties and field tables are the draft's (``properties``). Messages are the model's, so a
-0-10 publisher's message reaches 0-9-1 and 0-9 consumers, and theirs reach a 0-10 consumer:
-a 0-10 channel's consumers deliver through ``DraftSink``, which sends each delivery with its
-properties encoded the draft's way.
+properties and field tables are the draft's (``properties``). Its rules are 0-9's, which
+the 0-9 dialect's code follows: a prefetch size (``prefetch_size.within_prefetch_size``), a requeued
+reject that must not come back to its channel (``spec09.rejects``), an empty queue name
+without a declared queue (530), basic.recover refused in a transaction (406).
+
+Messages are the model's, so a 0-10 publisher's message reaches 0-9-1 and 0-9 consumers, and
+theirs reach a 0-10 consumer: a 0-10 channel's consumers deliver through ``DraftSink``, which
+sends each delivery with its properties encoded the draft's way.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from typing import Any
 
 from amqp_protocol import Properties, errors
 from amqp_protocol.generated.spec_0_10 import (
+    BasicAck,
     BasicCancel,
     BasicConsume,
     BasicGet,
     BasicPublish,
     BasicQos,
     BasicRecover,
+    BasicReject,
     MessageQos,
     MessageRecover,
 )
@@ -30,7 +36,10 @@ from ...model.message import QueuedMessage
 from ...model.queues import Consumer, Queue, consumer_priority
 from ..abc import Channel
 from ..dialect import ChannelHandler
+from ..prefetch_size import within_prefetch_size
+from ..spec09 import rejects
 from . import tx
+from .declarations import names_a_queue
 from .properties import to_draft, to_model
 from .state import state_of
 
@@ -52,8 +61,11 @@ class DraftSink:
             return True
         if consumer.prefetch and consumer.unacked >= consumer.prefetch:
             return False
-        limit = state_of(ch).channel_prefetch
-        return not limit or len(ch.unacked) < limit
+        state = state_of(ch)
+        limit = state.channel_prefetch
+        if limit and len(ch.unacked) >= limit:
+            return False
+        return within_prefetch_size(ch, state.prefetch_size)
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         ch = self.ch
@@ -75,9 +87,8 @@ class DraftSink:
 
 
 def basic_qos(ch: Channel, m: BasicQos | MessageQos) -> None:
-    if m.prefetch_size:
-        raise errors.NotImplemented_(f"NOT_IMPLEMENTED - basic.qos prefetch-size {m.prefetch_size}")
     state = state_of(ch)
+    state.prefetch_size = m.prefetch_size
     if m.global_:
         state.channel_prefetch = m.prefetch_count
     else:
@@ -149,7 +160,9 @@ def basic_get(ch: Channel, m: BasicGet) -> None:
 
 def basic_recover(ch: Channel, m: BasicRecover | MessageRecover) -> None:
     """Every unacknowledged delivery of the channel goes back to its queue (the draft has
-    no recover-ok)."""
+    no recover-ok); refused in a transaction (rule basic.recover:non-transacted-session)."""
+    if state_of(ch).tx is not None:
+        raise errors.PreconditionFailed("PRECONDITION_FAILED - basic.recover in a transaction")
     if not m.requeue:
         raise errors.NotImplemented_("NOT_IMPLEMENTED - basic.recover requeue=false")
     items = list(ch.unacked.values())
@@ -165,10 +178,27 @@ def basic_publish(ch: Channel, m: BasicPublish, properties: Properties, body: by
     tx.publish(ch, m.exchange, m.routing_key, to_model(properties), body)
 
 
+def basic_ack(ch: Channel, m: BasicAck) -> None:
+    """Now or at commit (``tx.ack``). A non-zero tag must be one of the channel's
+    unacknowledged deliveries, with ``multiple`` too (rule basic.ack.multiple:validation;
+    RabbitMQ's 0-9-1 lets a multiple ack name a tag beyond the last delivery)."""
+    if m.delivery_tag and m.delivery_tag not in ch.unacked:
+        raise errors.PreconditionFailed(
+            f"PRECONDITION_FAILED - unknown delivery tag {m.delivery_tag}"
+        )
+    tx.ack(ch, m.delivery_tag, m.multiple)
+
+
+def basic_reject(ch: Channel, m: BasicReject) -> None:
+    rejects.reject(ch, m.delivery_tag, m.requeue)
+
+
 HANDLERS: dict[str, ChannelHandler] = {
     "basic.qos": basic_qos,
-    "basic.consume": basic_consume,
+    "basic.consume": names_a_queue(basic_consume),
     "basic.cancel": basic_cancel,
-    "basic.get": basic_get,
+    "basic.get": names_a_queue(basic_get),
     "basic.recover": basic_recover,
+    "basic.ack": basic_ack,
+    "basic.reject": basic_reject,
 }

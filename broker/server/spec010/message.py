@@ -27,8 +27,8 @@ delivery tags, and session.ack settles those up to ``cumulative-seen-mark`` and 
 ``seen-frame-set`` (``sessions``); message.reject from the client requeues nothing (it
 answers a transfer of the client's, in the draft's grammar) and is ignored.
 
-Not implemented (540 naming them): a transfer's reject-unroutable and immediate, message.qos
-prefetch-size; message.offset and message.empty from a client.
+Not implemented (540 naming them): a transfer's reject-unroutable and immediate;
+message.offset and message.empty from a client.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from amqp_protocol.generated.spec_0_10 import (
     MessageGet,
     MessageOpen,
     MessageQos,
+    MessageRecover,
     MessageResume,
     MessageTransfer,
 )
@@ -58,6 +59,7 @@ from .. import message_references as refs
 from ..abc import Channel
 from ..dialect import ChannelHandler
 from ..spec09 import staging
+from ..spec09.consumers import named_queue
 from . import tx
 from .basic import DraftSink, basic_qos, basic_recover, consume_with
 from .state import state_of
@@ -181,7 +183,8 @@ def cancel(ch: Channel, m: MessageCancel) -> None:
 
 
 def get(ch: Channel, m: MessageGet) -> None:
-    queue = ch.queue_named(m.queue)
+    """Rule message.get.queue:empty-name: "" with no queue declared on the channel is 530."""
+    queue = named_queue(ch, m.queue)
     entry = queue.get()
     if entry is None:
         ch.send(ch.conn.spec.method("message.empty")())
@@ -191,7 +194,16 @@ def get(ch: Channel, m: MessageGet) -> None:
 
 
 def qos(ch: Channel, m: MessageQos) -> None:
+    """With its prefetch size (rule message.qos.prefetch-size:non-responsive-client)."""
     basic_qos(ch, m)
+
+
+def recover(ch: Channel, m: MessageRecover) -> None:
+    """Rule message.recover:transacted-session: refused (406) in a transaction, tx's or a
+    dtx branch's."""
+    if state_of(ch).tx is not None:
+        raise errors.PreconditionFailed("PRECONDITION_FAILED - recover on a transacted channel")
+    basic_recover(ch, m)
 
 
 def _ignore(ch: Channel, m: object) -> None:
@@ -204,7 +216,7 @@ HANDLERS: dict[str, ChannelHandler] = {
     "message.cancel": cancel,
     "message.get": get,
     "message.qos": qos,
-    "message.recover": basic_recover,
+    "message.recover": recover,
     "message.reject": _ignore,
     "message.open": open_reference,
     "message.append": append,

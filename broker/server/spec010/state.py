@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..abc import Channel
+from ..spec09.state import Spec09State
 
 
 @dataclass(eq=False)
@@ -31,6 +32,9 @@ class DraftState:
     #: the prefetch count of the channel's next consumers, and the channel-wide one
     prefetch: int = 0
     channel_prefetch: int = 0
+    #: basic.qos's prefetch size (octets of unacknowledged bodies, rule
+    #: basic.qos.prefetch-size:ignore)
+    prefetch_size: int = 0
     #: the session attached to the channel (None: opened by channel.open)
     session: Session | None = field(default=None)
     #: the methods of classes other than session and execution received on the channel
@@ -47,6 +51,10 @@ class DraftState:
     #: dtx-demarcation.select was received; a dtx-coordination.recover scan is open
     dtx_selected: bool = False
     dtx_scanning: bool = False
+    #: the state of the classes the draft keeps from 0-9 (access tickets, file staging and
+    #: deliveries, stream pacing, parked rejects), which 0-9's implementations keep
+    #: (``spec09.state.state_of`` finds it here; see ``classes09``)
+    classes09: Spec09State = field(default_factory=Spec09State)
 
 
 def state_of(ch: Channel) -> DraftState:

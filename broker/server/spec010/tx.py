@@ -17,7 +17,6 @@ from typing import Any
 
 from amqp_protocol import errors
 from amqp_protocol.generated import spec_0_9_1
-from amqp_protocol.generated.spec_0_10 import BasicAck
 
 from ..abc import Channel
 from ..dialect import ChannelHandler
@@ -46,10 +45,6 @@ def ack(ch: Channel, tag: int, multiple: bool) -> None:
         ch.settle_or_hold("ack", tag, multiple)
     else:
         state.tx.acks.extend(ch.take_unacked(tag, multiple))
-
-
-def _basic_ack(ch: Channel, m: BasicAck) -> None:
-    ack(ch, m.delivery_tag, m.multiple)
 
 
 def _select(ch: Channel, m: object) -> None:
@@ -114,5 +109,4 @@ HANDLERS: dict[str, ChannelHandler] = {
     "tx.select": _select,
     "tx.commit": _commit,
     "tx.rollback": _rollback,
-    "basic.ack": _basic_ack,
 }

@@ -26,6 +26,7 @@ from amqp_protocol.generated.any_version import (
 )
 
 from ...model.message import Message
+from .. import prefetch_size
 from ..abc import Channel, Connection
 from ..channel import CORE_HANDLERS
 from ..dialect import ChannelHandler, ContentHandler, Dialect
@@ -53,8 +54,7 @@ _NAMES_A_QUEUE = ("queue.purge", "queue.delete", "basic.get", "basic.consume")
 
 def _checked(name: str, handler: ChannelHandler) -> ChannelHandler:
     def run(channel: Channel, m: Method) -> None:
-        access.check_ticket(channel, m)
-        access.check_permissions(channel, m)
+        access.check(channel, m)
         if name in _NAMES_A_QUEUE:
             named_queue(channel, getattr(m, "queue", ""))  # each of them has a queue field
         handler(channel, m)
@@ -83,13 +83,8 @@ def _basic_qos(channel: Channel, m: BasicQos) -> None:
 
 
 def within_prefetch_size(channel: Channel) -> bool:
-    """Rule basic.qos.prefetch-size:01: the prefetch size never holds back a message when
-    nothing is unacknowledged; otherwise more go only while the unacknowledged octets stay
-    under it."""
-    size = state_of(channel).prefetch_size
-    if not size or not channel.unacked:
-        return True
-    return sum(len(entry.message.body) for _, _, entry in channel.unacked.values()) < size
+    """Rule basic.qos.prefetch-size:01 (``prefetch_size``)."""
+    return prefetch_size.within_prefetch_size(channel, state_of(channel).prefetch_size)
 
 
 def _tx_commit(core: ChannelHandler) -> ChannelHandler:
@@ -153,19 +148,36 @@ def _basic_publish(
 
 def _content_checked(handler: ContentHandler) -> ContentHandler:
     def run(channel: Channel, m: Method, properties: Properties, body: bytes) -> None:
-        access.check_ticket(channel, m)
-        access.check_permissions(channel, m)
+        access.check(channel, m)
         handler(channel, m, properties, body)
 
     return run
 
 
-_CONTENT_HANDLERS: dict[str, ContentHandler] = {
-    "basic.publish": _basic_publish,
+#: The content-bearing methods clients send in the file, stream and tunnel classes (the
+#: 0-10 draft's dialect uses them too).
+CLASS_CONTENT_HANDLERS: dict[str, ContentHandler] = {
     "file.stage": file.stage,
     "stream.publish": stream_class.stream_publish,
     "tunnel.request": tunnel.tunnel_request,
 }
+_CONTENT_HANDLERS: dict[str, ContentHandler] = {
+    "basic.publish": _basic_publish,
+    **CLASS_CONTENT_HANDLERS,
+}
+
+
+def close_classes(channel: Channel) -> None:
+    """The channel is closing: its tickets lapse, an interrupted file stage is kept for a
+    resume, parked rejects go back to their queues, the stream pacing stops. The 0-9 and
+    0-8 dialects' ``channel_closing``, and the 0-10 draft's for the classes it takes from
+    0-9."""
+    access.release(channel)
+    file.interrupted(channel, channel.conn.proto.partial_body(channel.id))
+    rejects.release_parked(channel)
+    state = state_of(channel)
+    if state.rate_timer is not None:
+        state.rate_timer.cancel()
 
 
 class Spec09Dialect(Dialect):
@@ -173,6 +185,7 @@ class Spec09Dialect(Dialect):
 
     cancellable_contents = True  # rule basic.reject:01 (see ``AMQPConnection.send_content``)
     honours_immediate = True  # see publishing
+    syntax_errors_are_frame_errors = True  # as the broker always reported them in 0-9 and 0-8
 
     def __init__(self, spec: Spec) -> None:
         content = {name: _content_checked(h) for name, h in _CONTENT_HANDLERS.items()}
@@ -186,13 +199,7 @@ class Spec09Dialect(Dialect):
         register_contents()
 
     def channel_closing(self, channel: Channel) -> None:
-        """Tickets lapse, an interrupted file stage is kept for a resume."""
-        access.release(channel)
-        file.interrupted(channel, channel.conn.proto.partial_body(channel.id))
-        rejects.release_parked(channel)
-        state = state_of(channel)
-        if state.rate_timer is not None:
-            state.rate_timer.cancel()
+        close_classes(channel)
 
     def start_version(self) -> tuple[int, int]:
         return connection_class.start_version(self.spec)

@@ -52,6 +52,22 @@ NEEDED = {
     "message.transfer": "write",
     "message.consume": "read",
     "message.get": "read",
+    # the transitional 0-10 draft's other ticketed methods (spec010/classes09.py)
+    "exchange.query": "passive",
+    "binding.query": "passive",
+    **dict.fromkeys(
+        (
+            "dtx-demarcation.start",
+            "dtx-demarcation.end",
+            "dtx-coordination.commit",
+            "dtx-coordination.forget",
+            "dtx-coordination.prepare",
+            "dtx-coordination.recover",
+            "dtx-coordination.rollback",
+            "dtx-coordination.set-timeout",
+        ),
+        "active",
+    ),
 }
 
 
@@ -127,6 +143,13 @@ def release(channel: Channel) -> None:
         exclusive = _exclusive.get(channel.vhost, {})
         if exclusive.get(realm) is channel:
             del exclusive[realm]
+
+
+def check(channel: Channel, m: Method) -> None:
+    """What every method is checked against before its handler: its ticket and the user's
+    permissions (the core's ``Access.check`` covers the 0-9-1 methods' permissions)."""
+    check_ticket(channel, m)
+    check_permissions(channel, m)
 
 
 def check_ticket(channel: Channel, m: Method) -> None:

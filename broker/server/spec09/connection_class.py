@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from amqp_protocol import SPEC_0_8, Spec, errors, events, frames
 from amqp_protocol.generated import spec_0_9_1
 from amqp_protocol.generated.any_version import ConnectionOpen
 
-from ..abc import Connection
+from ..abc import Channel, Connection
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +68,14 @@ def redirected(conn: Connection, m: ConnectionOpen) -> bool:
     return True
 
 
-def flow_publishers(conn: Connection, active: bool) -> None:
-    flow = conn.spec.method("channel.flow")(active=active)
+def flow_publishers(
+    conn: Connection, active: bool, flow: Callable[[Channel], str] = lambda _: "channel.flow"
+) -> None:
+    """Stop or restart the publishers of every open channel with the ``flow`` method it
+    names for the channel (channel.flow; the 0-10 draft's sessions take session.flow)."""
     for channel_id, channel in conn.channels.items():
         if not channel.closed:
-            conn.send_method(channel_id, flow)
+            conn.send_method(channel_id, conn.spec.method(flow(channel))(active=active))
 
 
 def other_frame(conn: Connection, ev: events.OtherFrameReceived) -> None:

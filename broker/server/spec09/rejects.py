@@ -1,5 +1,6 @@
 """basic.reject / file.reject with requeue on a 0-9 channel (rules basic.reject.requeue:01,
-file.reject.requeue:01): the message must not come back to the same channel.
+file.reject.requeue:01), and basic.reject on a 0-10 draft channel (its rule
+basic.reject.requeue:requeue-strategy): the message must not come back to the same channel.
 
 It goes straight to another channel's consumer of its queue that can take it now; failing
 that, the rejecting channel *parks* it, and it returns to its queue (redelivered) when that
@@ -47,8 +48,7 @@ def requeue_elsewhere(ch: Channel, items: list[Unacked]) -> None:
 
 def _other_consumer(ch: Channel, queue: Queue) -> Consumer | None:
     for consumer in queue.consumers:
-        sink_channel = getattr(consumer.sink, "channel", consumer.sink)
-        if sink_channel is not ch and consumer.sink.can_deliver(consumer):
+        if ch.consumers.get(consumer.tag) is not consumer and consumer.sink.can_deliver(consumer):
             return consumer
     return None
 

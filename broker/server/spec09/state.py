@@ -77,6 +77,10 @@ class Spec09State:
 
 
 def state_of(channel: Channel) -> Spec09State:
+    """The 0-9 classes' state of ``channel``: its dialect state, or, for a dialect that reuses
+    0-9's classes beside its own (the 0-10 draft's access, file, stream and tunnel), the
+    ``Spec09State`` its state keeps as ``classes09``."""
     state = channel.dialect_state
+    state = getattr(state, "classes09", state)
     assert isinstance(state, Spec09State), "a 0-9 method on a channel that does not speak 0-9"
     return state
