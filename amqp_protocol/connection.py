@@ -3,6 +3,7 @@
 The same class serves both sides. It knows the framing rules, the protocol-header
 negotiation, content assembly and the channel life cycle, and enforces them with the spec's
 reply codes; what a method *means* (authentication, queues, ...) is the application's job.
+The order of the connection class's methods (start ... open-ok, close) is ``handshake.py``'s.
 
 Errors are raised as ``errors.AMQPError`` subclasses; events decoded before the faulty frame
 ride along on the exception's ``events`` attribute so that nothing already received is lost.

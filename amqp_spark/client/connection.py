@@ -33,6 +33,7 @@ from amqp_protocol.events import (
     MethodReceived,
     UnsupportedProtocol,
 )
+from amqp_protocol.handshake import Handshake, State
 
 from . import sasl
 from .channel import Channel
@@ -73,23 +74,6 @@ def connect(
     return Connection(params, client_properties=client_properties, spec=spec)
 
 
-def negotiate(ours: int, theirs: int) -> int:
-    """Tune negotiation of channel-max and frame-max: the lower, where 0 means no limit."""
-    if ours == 0 or theirs == 0:
-        return max(ours, theirs)
-    return min(ours, theirs)
-
-
-def negotiate_heartbeat(ours: int | None, theirs: int) -> int:
-    """Heartbeat: None takes the server's; 0 from us means we want none (the spec's
-    meaning for tune-ok); 0 from the server leaves it to us; otherwise the lower."""
-    if ours is None:
-        return theirs
-    if ours == 0 or theirs == 0:
-        return ours
-    return min(ours, theirs)
-
-
 class Connection:
     """One AMQP connection; open on construction, use ``connect()`` to build one from a URL."""
 
@@ -111,6 +95,8 @@ class Connection:
         #: How long a publisher waits for the server to unblock the connection.
         self.blocked_timeout = 60.0
         self._proto = ProtocolConnection(role="client", spec=spec)
+        #: the connection class's state machine; its changes are made under ``_state``
+        self._handshake = Handshake("client", spec)
         self._send_lock = threading.Lock()
         # TLS objects must not be read and written at once from two threads.
         self._tls_lock: threading.Lock | None = None
@@ -118,12 +104,11 @@ class Connection:
         self._channels: dict[int, Channel] = {}
         self._error: ConnectionClosed | None = None
         self._close_ok = threading.Event()
-        self._closing = False
         self._last_sent = self._last_received = time.monotonic()
         for _ in range(MAX_REDIRECTS + 1):
             self._sock = self._open_socket()
             try:
-                redirect = self._handshake(client_properties)
+                redirect = self._open_connection(client_properties)
             except OSError as e:
                 self._sock.close()
                 raise AMQPConnectionError(0, f"connection lost during the handshake: {e}") from e
@@ -173,7 +158,7 @@ class Connection:
         self._tls_lock = threading.Lock()
         return tls
 
-    def _handshake(self, client_properties: dict[str, Any] | None) -> Any:
+    def _open_connection(self, client_properties: dict[str, Any] | None) -> Any:
         """connection.start ... open-ok, synchronously, before the I/O thread starts; returns
         the server's connection.redirect instead when it sends one (0-9, 0-8), else None."""
         p = self.params
@@ -189,28 +174,26 @@ class Connection:
                 f"no common SASL mechanism: server offers {start.mechanisms!r}, "
                 f"we speak {' '.join(p.mechanisms)}",
             )
-        self._sock.sendall(
-            self._proto.send_method(
-                0,
-                self.spec.method("connection.start-ok")(
-                    client_properties=self._client_properties(client_properties),
-                    mechanism=mechanism,
-                    response=sasl.response(mechanism, p.username, p.password),
-                    locale="en_US",
-                ),
-            )
+        start_ok = self._handshake.start_ok(
+            self._client_properties(client_properties),
+            mechanism,
+            sasl.response(mechanism, p.username, p.password),
+            "en_US",
         )
-        tune = self._handshake_method("connection.tune", pending, deadline)
-        self.channel_max = negotiate(p.channel_max, tune.channel_max) or 65535
-        self.frame_max = negotiate(p.frame_max, tune.frame_max)
-        self.heartbeat = negotiate_heartbeat(p.heartbeat, tune.heartbeat)
+        self._sock.sendall(self._proto.send_method(0, start_ok))
+        self._handshake_method("connection.tune", pending, deadline)
+        tune_ok = self._handshake.tune_ok(p.channel_max, p.frame_max, p.heartbeat)
+        tuning = self._handshake.tuning
+        assert tuning is not None
+        self.channel_max, self.frame_max, self.heartbeat = (
+            tuning.channel_max,
+            tuning.frame_max,
+            tuning.heartbeat,
+        )
         self._proto.channel_max = self.channel_max
         # frame-max 0 ("no limit") still needs a bound for splitting bodies into frames.
         self._proto.frame_max = self.frame_max or 2**31
-        tune_ok = self.spec.method("connection.tune-ok")(
-            channel_max=self.channel_max, frame_max=self.frame_max, heartbeat=self.heartbeat
-        )
-        open_ = self.spec.method("connection.open")(virtual_host=p.virtual_host)
+        open_ = self._handshake.open(p.virtual_host)
         self._sock.sendall(self._proto.send_method(0, tune_ok) + self._proto.send_method(0, open_))
         opened = self._handshake_method("connection.open-ok", pending, deadline)
         if opened.NAME == "connection.redirect":
@@ -227,9 +210,11 @@ class Connection:
         host, _, port = hosts[0].rpartition(":") if ":" in hosts[0] else (hosts[0], "", "")
         self.params = replace(self.params, host=host, port=int(port) if port else self.params.port)
         self._proto = ProtocolConnection(role="client", spec=self.spec)
+        self._handshake = Handshake("client", self.spec)
 
     def _handshake_method(self, name: str, pending: deque[Event], deadline: float) -> Any:
-        """Read until the method ``name`` arrives; a connection.close is a refusal."""
+        """Read until the method ``name`` arrives (or connection.redirect instead of open-ok);
+        a connection.close is a refusal."""
         while True:
             while pending:
                 event = pending.popleft()
@@ -242,16 +227,22 @@ class Connection:
                 if not isinstance(event, MethodReceived) or event.channel != 0:
                     continue
                 method: Any = event.method
-                if method.NAME == "connection.close":
+                try:
+                    self._handshake.receive(method)
+                except errors.AMQPError:
+                    method = None  # out of order
+                if method is not None and method.NAME == "connection.close":
                     with contextlib.suppress(OSError):
-                        close_ok = self.spec.method("connection.close-ok")()
+                        close_ok = self._handshake.close_ok()
                         self._sock.sendall(self._proto.send_method(0, close_ok))
                     raise AMQPConnectionError(
                         method.reply_code, method.reply_text, method.class_id, method.method_id
                     )
-                redirect = name == "connection.open-ok" and method.NAME == "connection.redirect"
-                if name != method.NAME and not redirect:
-                    raise AMQPConnectionError(0, f"expected {name} from the server, got {method}")
+                # A challenge is in order, but this client's mechanisms take none.
+                if method is None or method.NAME == "connection.secure":
+                    raise AMQPConnectionError(
+                        0, f"expected {name} from the server, got {event.method}"
+                    )
                 return method
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -390,7 +381,7 @@ class Connection:
                 except ssl.SSLWantReadError:  # a partial TLS record: wait for the rest
                     return True
         if not data:
-            if self._closing:
+            if self._proto.closing:
                 if not self._close_ok.is_set():
                     # Rule connection.close-ok:reporting: a peer that sees the socket close
                     # without the close-ok handshake logs it.
@@ -456,9 +447,16 @@ class Connection:
 
     def _on_connection_method(self, method: Any) -> None:
         name = method.NAME
-        if name == "connection.close":
+        try:
+            with self._state:
+                self._handshake.receive(method)
+                close_ok = self._handshake.close_ok() if name == "connection.close" else None
+        except errors.AMQPError:
+            log.warning("ignoring unexpected %s from %s", name, self.params.redacted_url())
+            return
+        if close_ok is not None:
             with contextlib.suppress(ClientError):
-                self._send_method(0, self.spec.method("connection.close-ok")())
+                self._send_method(0, close_ok)
             self._fail(
                 ConnectionClosed(
                     method.reply_code, method.reply_text, method.class_id, method.method_id
@@ -478,17 +476,24 @@ class Connection:
 
     def _protocol_error(self, err: errors.AMQPError) -> None:
         """The server broke the protocol: tell it why (connection.close) and drop it."""
-        close = self.spec.method("connection.close")(
-            reply_code=err.reply_code,
-            reply_text=err.reply_text[:255],
-            class_id=err.class_id,
-            method_id=err.method_id,
+        close = self._close_method(
+            err.reply_code, err.reply_text[:255], err.class_id, err.method_id
         )
-        with contextlib.suppress(ClientError):
-            self._send_method(0, close)
+        if close is not None:
+            with contextlib.suppress(ClientError):
+                self._send_method(0, close)
         self._fail(ConnectionClosed(err.reply_code, f"protocol error: {err.reply_text}"))
 
     # -- closing ------------------------------------------------------------------------------
+
+    def _close_method(
+        self, reply_code: int, reply_text: str, class_id: int = 0, method_id: int = 0
+    ) -> Method | None:
+        """connection.close while the connection is open; None once it is closing."""
+        with self._state:
+            if self._error is not None or self._handshake.state is not State.OPEN:
+                return None
+            return self._handshake.close(reply_code, reply_text, class_id, method_id)
 
     def _fail(self, error: ConnectionClosed) -> None:
         """Record why the connection ended, wake every waiter, drop the socket. Idempotent."""
@@ -506,9 +511,8 @@ class Connection:
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Close cleanly: connection.close, then wait (at most ``timeout``) for close-ok."""
-        if self._error is None and not self._closing:
-            self._closing = True
-            close = self.spec.method("connection.close")(reply_code=200, reply_text="Goodbye")
+        close = self._close_method(200, "Goodbye")
+        if close is not None:
             try:
                 self._send_method(0, close)
                 if not self._close_ok.wait(timeout):

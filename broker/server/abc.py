@@ -21,6 +21,7 @@ from amqp_protocol.generated.any_version import (
     ExchangeDeclare,
     QueueDeclare,
 )
+from amqp_protocol.handshake import Handshake
 
 from ..access import Access
 from ..config import BrokerConfig
@@ -82,6 +83,9 @@ class Connection(Protocol):
 
     @property
     def proto(self) -> ProtocolConnection: ...
+
+    @property
+    def handshake(self) -> Handshake: ...
 
     @property
     def peer(self) -> str: ...

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from amqp_protocol import Connection, Method, Properties, Spec, errors, events
-from amqp_protocol.frames import FRAME_MIN_SIZE, FRAME_OVERHEAD, deliver_frames
+from amqp_protocol.frames import FRAME_OVERHEAD, deliver_frames
 from amqp_protocol.generated.any_version import (
     ConnectionClose,
     ConnectionCloseOk,
@@ -32,6 +32,7 @@ from amqp_protocol.generated.any_version import (
     ConnectionTuneOk,
     ConnectionUpdateSecret,
 )
+from amqp_protocol.handshake import Handshake, State
 
 from .. import tls
 from ..access import Access
@@ -68,6 +69,7 @@ CLOSE_TIMEOUT = 3.0
 _LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
 
 
+_OPEN = State.OPEN
 #: What a channel we are closing still accepts (spec: the rest MUST be discarded).
 _CHANNEL_CLOSING = frozenset({"channel.close", "channel.close-ok"})
 
@@ -108,7 +110,8 @@ class AMQPConnection(asyncio.Protocol):
         self._memory_blocked = False
         self._publisher = False
         self._confirming: list[ServerChannel] = []
-        self._state = "header"
+        #: the connection class's state machine (set with the dialect)
+        self._handshake: Handshake | None = None
         self._last_recv = self._last_send = self.loop.time()
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
@@ -122,6 +125,17 @@ class AMQPConnection(asyncio.Protocol):
     def spec(self) -> Spec:
         assert self.proto.spec is not None
         return self.proto.spec
+
+    @property
+    def handshake(self) -> Handshake:
+        """The connection class's state machine, once the protocol header chose the version."""
+        assert self._handshake is not None
+        return self._handshake
+
+    @property
+    def opened(self) -> bool:
+        """connection.open-ok is sent and the connection is not closing."""
+        return self._handshake is not None and self._handshake.state is State.OPEN
 
     @property
     def closed(self) -> bool:
@@ -172,7 +186,7 @@ class AMQPConnection(asyncio.Protocol):
     def _report_unanswered_close(self) -> None:
         """Rules connection.close-ok:reporting and channel.close-ok:reporting: a socket that
         closed while we waited for a close-ok is logged as an error."""
-        if self._state == "closing" and not self.proto.closed:
+        if self.proto.closing and not self.proto.closed:
             log.warning("connection %s: socket closed before connection.close-ok", self.peer)
             return
         for channel_id in sorted(self.proto.open_channels):
@@ -375,15 +389,16 @@ class AMQPConnection(asyncio.Protocol):
 
     def set_memory_blocked(self, blocked: bool, reason: str = "low on memory") -> None:
         """The broker's memory crossed its watermark: block (or unblock) a publisher."""
-        if blocked == self._memory_blocked or not self._publisher or self._state != "open":
+        if blocked == self._memory_blocked or not self._publisher or not self.opened:
             return
         self._memory_blocked = blocked
         self._spoken.publishers_blocked(self, blocked)
         if self.client_capability("connection.blocked"):
             if blocked:
-                self.send_method(0, self.spec.method("connection.blocked")(reason=reason))
+                announce = self.spec.method("connection.blocked")(reason=reason)
             else:
-                self.send_method(0, self.spec.method("connection.unblocked")())
+                announce = self.spec.method("connection.unblocked")()
+            self.send_method(0, self.handshake.send(announce))
         self._update_reading()
         log.info(
             "connection %s %s (memory watermark)", self.peer, "blocked" if blocked else "unblocked"
@@ -427,6 +442,7 @@ class AMQPConnection(asyncio.Protocol):
             self._refuse_channel(ev.channel, ev.method, _message_too_large(ev.size, ev.limit))
         elif isinstance(ev, events.ProtocolHeaderReceived):
             self.dialect = self._dialects.of(ev.spec)
+            self._handshake = Handshake("server", ev.spec)
             self._send_start()
         elif isinstance(ev, events.OtherFrameReceived):
             self._spoken.other_frame(self, ev)
@@ -455,10 +471,11 @@ class AMQPConnection(asyncio.Protocol):
     def _on_channel_method(
         self, channel_id: int, method: Method, content: events.ContentReceived | None
     ) -> None:
-        if self._state != "open":
-            raise errors.ChannelError("CHANNEL_ERROR - expected 'connection.open'").with_culprit(
-                method.CLASS_ID, method.METHOD_ID
-            )
+        # Per method (publishes too): one attribute read and an identity test, as before.
+        handshake = self._handshake
+        assert handshake is not None  # channel methods come after the protocol header
+        if handshake.state is not _OPEN:
+            handshake.check_channel_method(method)  # 504
         if self.proto.channel_closing(channel_id) and method.NAME not in _CHANNEL_CLOSING:
             return  # decoded in the same read as the method that failed the channel
         channel = self.channels.get(channel_id)
@@ -542,15 +559,12 @@ class AMQPConnection(asyncio.Protocol):
         """Start the connection.close handshake (or drop the socket before negotiation)."""
         if self._closed or self.proto.closing:
             return
-        if self.proto.spec is None or self._state == "header":
+        handshake = self._handshake
+        if handshake is None or handshake.state in (State.HEADER, State.CLOSING, State.CLOSED):
             self.abort()
             return
         self._lose_channels()
-        close = self.spec.method("connection.close")(
-            reply_code=code, reply_text=text, class_id=class_id, method_id=method_id
-        )
-        self.send_method(0, close)
-        self._state = "closing"
+        self.send_method(0, handshake.close(code, text, class_id, method_id))
         if self._timer is not None:
             self._timer.cancel()
         self._timer = self.loop.call_later(CLOSE_TIMEOUT, self.abort)
@@ -564,29 +578,25 @@ class AMQPConnection(asyncio.Protocol):
     # -- connection class ---------------------------------------------------------------------
 
     def _on_connection_method(self, method: Method) -> None:
-        handler = _CONNECTION_HANDLERS.get(method.NAME)
-        expected = _EXPECTED.get(self._state)
+        opened = self.opened
         try:
-            if handler is None or (expected is not None and method.NAME not in expected):
-                raise errors.CommandInvalid(
-                    f"COMMAND_INVALID - unexpected {method.NAME} in state {self._state}"
-                ).with_culprit(method.CLASS_ID, method.METHOD_ID)
-            handler(self, method)
+            self.handshake.receive(method)  # out of order: 503, or 504 once open
+            _CONNECTION_HANDLERS[method.NAME](self, method)
         except errors.AMQPError as err:
-            if method.NAME == "connection.tune-ok" and self._spoken.tuning_refused(self, err):
+            # A tune-ok refused or out of order while the connection opens (not once open,
+            # where RabbitMQ closes with 504 as for any other method out of order).
+            tuning = method.NAME == "connection.tune-ok" and not opened
+            if tuning and self._spoken.tuning_refused(self, err):
                 return
             if not err.class_id:
                 err.with_culprit(method.CLASS_ID, method.METHOD_ID)
             self._fail(err)
 
     def _send_start(self) -> None:
-        self._state = "start"
         dialect = self._spoken
-        major, minor = dialect.start_version()
-        start = self.spec.method("connection.start")(
-            version_major=major,
-            version_minor=minor,
-            server_properties=dialect.server_properties(
+        start = self.handshake.start(
+            dialect.start_version(),
+            dialect.server_properties(
                 {
                     "product": "amqp-spark broker",
                     "version": __version__,
@@ -597,8 +607,8 @@ class AMQPConnection(asyncio.Protocol):
                     "capabilities": dict(_CAPABILITIES),
                 }
             ),
-            mechanisms=" ".join(offered_mechanisms(self._peer_common_name)).encode(),
-            locales=b"en_US",
+            " ".join(offered_mechanisms(self._peer_common_name)).encode(),
+            b"en_US",
         )
         self.send_method(0, start)
 
@@ -609,13 +619,8 @@ class AMQPConnection(asyncio.Protocol):
             self._refuse_login(m.mechanism, reason)
             return
         self.user = user.name
-        self._state = "tune"
-        tune = self.spec.method("connection.tune")(
-            channel_max=self.config.channel_max,
-            frame_max=self.config.frame_max,
-            heartbeat=self.config.heartbeat,
-        )
-        self.send_method(0, tune)
+        cfg = self.config
+        self.send_method(0, self.handshake.tune(cfg.channel_max, cfg.frame_max, cfg.heartbeat))
 
     def _login(self, mechanism: str, response: bytes) -> tuple[User | None, str]:
         """The user a start-ok authenticates, or None and why not (for the log only)."""
@@ -649,7 +654,7 @@ class AMQPConnection(asyncio.Protocol):
             reason,
             delay,
         )
-        self._state = "refused"
+        self.handshake.refuse_login()
         assert self.transport is not None
         self.transport.pause_reading()
         if self._timer is not None:
@@ -671,27 +676,15 @@ class AMQPConnection(asyncio.Protocol):
         self._fail(errors.AccessRefused(text).with_culprit(10, 11))  # connection.start-ok
 
     def _tune_ok(self, m: ConnectionTuneOk) -> None:
-        cfg = self.config
         if m.channel_max == 0 and self._spoken.refuses_unlimited_channels:
             raise errors.NotAllowed(
                 "NOT_ALLOWED - negotiated channel_max = 0 (no limit) is higher than the "
-                f"maximum allowed value ({cfg.channel_max})"
+                f"maximum allowed value ({self.config.channel_max})"
             )
-        channel_max = m.channel_max or cfg.channel_max
-        frame_max = m.frame_max or cfg.frame_max
-        if channel_max > cfg.channel_max:
-            raise errors.NotAllowed(
-                f"NOT_ALLOWED - negotiated channel_max = {channel_max} is higher than the maximum "
-                f"allowed value ({cfg.channel_max})"
-            )
-        if frame_max > cfg.frame_max or frame_max < FRAME_MIN_SIZE:
-            raise errors.NotAllowed(
-                f"NOT_ALLOWED - frame_max={frame_max} outside {FRAME_MIN_SIZE}..{cfg.frame_max}"
-            )
-        self.proto.channel_max = channel_max
-        self.proto.frame_max = frame_max
-        self.heartbeat = m.heartbeat
-        self._state = "open-wait"
+        tuning = self.handshake.accept_tuning(m)
+        self.proto.channel_max = tuning.channel_max
+        self.proto.frame_max = tuning.frame_max
+        self.heartbeat = tuning.heartbeat
 
     def _open(self, m: ConnectionOpen) -> None:
         name = m.virtual_host
@@ -714,32 +707,30 @@ class AMQPConnection(asyncio.Protocol):
             return
         self.vhost = vhost
         self.access = Access(user, vhost, self.config)
-        self._state = "open"
+        open_ok = self.handshake.open_ok()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if self.heartbeat:
             self._timer = self.loop.call_later(self.heartbeat / 2, self._heartbeat_tick)
-        self.send_method(0, self.spec.method("connection.open-ok")())
+        self.send_method(0, open_ok)
         log.info("connection %s: user %r opened vhost %r", self.peer, self.user, name)
 
     def _open_connections_of(self, user: User) -> int:
-        return sum(1 for c in self.server.connections if c.user == user.name and c._state == "open")
+        return sum(1 for c in self.server.connections if c.user == user.name and c.opened)
 
     def _close(self, m: ConnectionClose) -> None:
         log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
         self._lose_channels()
-        self.send_method(0, self.spec.method("connection.close-ok")())
+        self.send_method(0, self.handshake.close_ok())
         self.abort()
 
     def _close_ok(self, m: ConnectionCloseOk) -> None:
         self.abort()
 
     def _update_secret(self, m: ConnectionUpdateSecret) -> None:
-        self.send_method(0, self.spec.method("connection.update-secret-ok")())
-
-    def _ignore(self, m: Method) -> None:
-        pass
+        reply = self.spec.method("connection.update-secret-ok")()
+        self.send_method(0, self.handshake.send(reply))
 
     # -- timers -------------------------------------------------------------------------------
 
@@ -783,14 +774,4 @@ _CONNECTION_HANDLERS: dict[str, Callable[[AMQPConnection, Any], None]] = {
     "connection.close": AMQPConnection._close,
     "connection.close-ok": AMQPConnection._close_ok,
     "connection.update-secret": AMQPConnection._update_secret,
-    "connection.blocked": AMQPConnection._ignore,
-    "connection.unblocked": AMQPConnection._ignore,
-}
-#: The connection methods a state accepts (states not listed accept any).
-_EXPECTED = {
-    "start": {"connection.start-ok", "connection.close"},
-    "refused": {"connection.close"},
-    "tune": {"connection.tune-ok", "connection.close"},
-    "open-wait": {"connection.open", "connection.close"},
-    "closing": {"connection.close", "connection.close-ok"},
 }

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from amqp_protocol import SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Spec
+from amqp_protocol import SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Method, Spec
 from amqp_protocol import Connection as ProtocolConnection
 from amqp_protocol.events import MethodReceived, ProtocolHeaderReceived
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
@@ -95,11 +95,15 @@ def test_amqps_to_a_plain_listener_fails_the_tls_handshake(broker_url: str) -> N
 
 class SilentServer:
     """An AMQP server that completes the handshake, then never sends another byte (with
-    ``hang_up_on_close``: it closes the socket on connection.close instead of answering)."""
+    ``hang_up_on_close``: it closes the socket on connection.close instead of answering;
+    ``after_open``: a method it sends right after open-ok)."""
 
-    def __init__(self, heartbeat: int, hang_up_on_close: bool = False) -> None:
+    def __init__(
+        self, heartbeat: int, hang_up_on_close: bool = False, after_open: Method | None = None
+    ) -> None:
         self.heartbeat = heartbeat
         self.hang_up_on_close = hang_up_on_close
+        self.after_open = after_open
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.listener.settimeout(10)
         self.port = self.listener.getsockname()[1]
@@ -134,6 +138,8 @@ class SilentServer:
                     conn.sendall(proto.send_method(0, start))
                 elif isinstance(event, MethodReceived) and event.method.NAME in replies:
                     conn.sendall(proto.send_method(0, replies[event.method.NAME]))
+                    if event.method.NAME == "connection.open" and self.after_open is not None:
+                        conn.sendall(proto.send_method(0, self.after_open))
                 elif (
                     self.hang_up_on_close
                     and isinstance(event, MethodReceived)
@@ -215,5 +221,30 @@ def test_a_server_that_never_answers_close_is_logged_after_the_timeout(
             c.close(timeout=0.2)
         assert not c.is_open
         assert any("no connection.close-ok" in r.getMessage() for r in caplog.records)
+    finally:
+        server.close()
+
+
+def test_a_connection_method_out_of_order_after_open_is_logged_and_ignored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tune = SPEC_0_9_1.method("connection.tune")(channel_max=1, frame_max=4096, heartbeat=0)
+    server = SilentServer(heartbeat=0, after_open=tune)
+    url = f"amqp://guest:guest@127.0.0.1:{server.port}/"
+
+    def logged() -> bool:
+        return any("ignoring unexpected connection.tune" in r.getMessage() for r in caplog.records)
+
+    try:
+        with (
+            caplog.at_level(logging.WARNING, logger="amqp_spark.client.connection"),
+            connect(url) as c,
+        ):
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not logged():
+                time.sleep(0.05)
+            assert logged()
+            assert c.is_open
+            assert (c.channel_max, c.frame_max) == (2047, 131072)  # ours, not re-tuned
     finally:
         server.close()

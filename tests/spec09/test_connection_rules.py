@@ -251,3 +251,38 @@ def test_the_client_announces_product_version_platform_and_information(
         (received,) = [c.client_properties for c in server.connections]  # what start-ok carried
     assert {"product", "version", "platform", "information"} <= set(received)
     assert all(isinstance(received[k], str) and received[k] for k in ("product", "version"))
+
+
+def _close_of(peer: Peer) -> tuple[int, str, int, int]:
+    close = peer.expect(0, "connection.close").method
+    return close.reply_code, close.reply_text, close.class_id, close.method_id
+
+
+@pytest.mark.parametrize(("logged_in", "state"), [(False, "start"), (True, "tune")])
+def test_a_connection_method_out_of_order_is_503_naming_it_and_the_state(
+    bundled_broker_url: str, logged_in: bool, state: str
+) -> None:
+    """The handshake's order (amqp_protocol.handshake): connection.open before start-ok, and
+    before tune-ok."""
+    peer = Peer(bundled_broker_url, handshake=False)
+    if logged_in:
+        peer.login("guest", "guest")
+    peer.send(0, "connection.open", virtual_host="/")
+    text = f"COMMAND_INVALID - unexpected connection.open in state {state}"
+    assert _close_of(peer) == (503, text, 10, 40)
+
+
+def test_a_channel_method_before_connection_open_is_504(bundled_broker_url: str) -> None:
+    peer = Peer(bundled_broker_url, handshake=False)
+    tune = peer.login("guest", "guest")
+    peer.tune(tune.channel_max, tune.frame_max)
+    peer.send(1, "channel.open")
+    assert _close_of(peer) == (504, "CHANNEL_ERROR - expected 'connection.open'", 20, 10)
+
+
+def test_a_tune_ok_out_of_order_closes_the_socket_as_a_refused_one_does(
+    bundled_broker_url: str,
+) -> None:
+    peer = Peer(bundled_broker_url, handshake=False)
+    peer.tune(0, 131072)  # before start-ok
+    assert peer.socket_closed_silently()

@@ -61,9 +61,7 @@ def redirected(conn: Connection, m: ConnectionOpen) -> bool:
     targets = conn.config.redirect.get(m.virtual_host)
     if not targets or m.insist:
         return False
-    redirect = conn.spec.method("connection.redirect")(
-        host=targets[0], known_hosts=" ".join(targets)
-    )
+    redirect = conn.handshake.redirect(targets[0], " ".join(targets))
     log.info("connection %s: vhost %r redirected to %s", conn.peer, m.virtual_host, targets[0])
     conn.send_method(0, redirect)
     conn.abort()
