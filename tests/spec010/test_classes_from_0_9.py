@@ -39,6 +39,9 @@ def test_a_ticket_is_valid_in_its_session_only_wherever_the_session_is_resumed(
     second = peer_factory()
     second.call(1, "session.resume", session_id=session)
     assert second.call(1, "queue.declare", ticket=ticket, queue=name, passive=True).queue == name
+    # Ended, not left detached for its lifetime: a detached session keeps its ticket on the
+    # realm, which would refuse the exclusive tickets of later tests on this broker.
+    assert second.call(1, "session.close").reply_code == 200
 
 
 WATERMARK = 64_000
