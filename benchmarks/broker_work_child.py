@@ -221,9 +221,9 @@ class Broker:
         self.purge()
 
 
-def opcodes(work: Callable[[], None], root: str) -> Counter[str]:
+def opcodes(work: Callable[[], None], roots: list[str]) -> Counter[str]:
     """Bytecodes executed by ``work``, per function (``path:qualname``, the path relative to
-    ``root`` for a tree's own code)."""
+    the first of ``roots`` it is in)."""
     counts: Counter[str] = Counter()
     names: dict[Any, str] = {}
 
@@ -234,8 +234,10 @@ def opcodes(work: Callable[[], None], root: str) -> Counter[str]:
             name = names.get(code)
             if name is None:
                 path = code.co_filename
-                if path.startswith(root):
-                    path = path[len(root) :].lstrip("/")
+                for root in roots:
+                    if path.startswith(root):
+                        path = path[len(root) :].lstrip("/")
+                        break
                 name = names[code] = f"{path}:{code.co_qualname}"
             counts[name] += 1
         return trace
@@ -254,7 +256,7 @@ def main() -> None:
     import broker
 
     print(json.dumps({"broker": broker.__file__}), flush=True)
-    root = os.getcwd()
+    roots = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     server = Broker(mode)
     for _, work in server.workloads(max(n // 5, 1)):  # first-time paths, caches: not measured
         work()
@@ -262,7 +264,7 @@ def main() -> None:
     for _ in range(rounds):
         for name, work in server.workloads(n):
             if measure == "opcodes":
-                print(json.dumps({"name": name, "opcodes": opcodes(work, root)}), flush=True)
+                print(json.dumps({"name": name, "opcodes": opcodes(work, roots)}), flush=True)
                 continue
             print(json.dumps({"name": name}), flush=True)
             if sys.stdin.readline().strip() != "go":
