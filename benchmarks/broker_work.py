@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from collections import Counter

@@ -32,7 +32,6 @@ from types import FrameType
 from typing import Any
 
 from amqp_protocol import SPEC_0_9_1, Connection, events
-
 from broker.config import BrokerConfig
 from broker.server.app import BrokerServer
 from broker.server.connection import AMQPConnection
@@ -135,7 +134,7 @@ class Peer:
         found = [
             ev.method
             for ev in self.client.receive_data(data)
-            if isinstance(ev, events.MethodReceived) and ev.method.NAME == name
+            if isinstance(ev, events.MethodReceived) and name == ev.method.NAME
         ]
         if not found:
             raise RuntimeError(f"the broker did not answer {name}")
