@@ -25,6 +25,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks import instructions
@@ -118,6 +119,8 @@ def callgrind(
                     if child.stdout.readline().strip() != "done":
                         raise RuntimeError(f"the child stopped in {name}")
                 counts.setdefault(name, []).append(counted.instructions / n)
+                child.stdin.write("next\n")
+                child.stdin.flush()
         finally:
             child.kill()
             child.wait(30)
@@ -196,9 +199,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.callgrind:
             if not instructions.available():
                 parser.error("valgrind's callgrind is needed (Debian: apt-get install valgrind)")
-            rounds = {
-                name: callgrind(tree, mode, n, first) for name, (tree, mode, first) in found.items()
-            }
+            with ThreadPoolExecutor(len(found)) as pool:  # counts do not feel the load
+                started = {
+                    name: pool.submit(callgrind, tree, mode, n, first)
+                    for name, (tree, mode, first) in found.items()
+                }
+                rounds = {name: future.result() for name, future in started.items()}
             for name, per in rounds.items():
                 print(
                     f"{name}: spread over rounds "

@@ -8,11 +8,13 @@ and ``PYTHONPATH`` set to a checkout, so that its own ``broker`` and ``amqp_prot
 client connection is an ``AMQPConnection`` on a transport that only records what the broker
 writes. Every workload feeds pre-encoded client bytes in fixed chunks (``CHUNK``), running
 the event loop until nothing is ready after each; the loop's clock is frozen after set-up,
-so no timer (handshake timeout, the management sampler) fires while work is measured: the
-same bytes, the same chunks, the same work each run.
+so no timer (handshake timeout, the management sampler) fires while work is measured, and
+the garbage collector starts each workload from the same state (``gc.freeze``): the same
+bytes, the same chunks, the same work each run.
 
 ``MEASURE``: ``callgrind`` prints each workload's name, waits for ``go`` on stdin (the parent
-turns callgrind's counting on), runs it and prints ``done``; ``opcodes`` prints, per
+turns callgrind's counting on), runs it, prints ``done`` and waits for ``next`` (nothing of
+the next workload's set-up may run while the parent reads the count); ``opcodes`` prints, per
 workload, a JSON line of Python bytecodes executed per function (``sys.settrace`` with
 ``f_trace_opcodes``: exact, deterministic, ~30x slower). Modes: ``on`` (the management
 listener started), ``counters`` (no listener, ``--no-management``); the parent puts a tree
@@ -22,6 +24,7 @@ whose counting statements are ``pass`` first on the path for ``off``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
 import os
@@ -262,6 +265,11 @@ def main() -> None:
     server.freeze_clock()
     for _ in range(rounds):
         for name, work in server.workloads(n):
+            # A full collection costs with the size of the heap, not with the work: each
+            # workload starts with the heap so far frozen and every generation empty, so
+            # the collections it triggers are the same each run.
+            gc.collect()
+            gc.freeze()
             if measure == "opcodes":
                 print(json.dumps({"name": name, "opcodes": opcodes(work, roots)}), flush=True)
                 continue
@@ -270,6 +278,7 @@ def main() -> None:
                 return
             work()
             print("done", flush=True)
+            sys.stdin.readline()  # "next": the parent has read the count
     print("{}", flush=True)
 
 
