@@ -156,7 +156,7 @@ class ReadyMessages:
         "_held_bytes",
         "_memory",
         "_spill_factory",
-        "_next_seq",
+        "_seqs",
     )
 
     def __init__(
@@ -173,7 +173,8 @@ class ReadyMessages:
         self._held_bytes = 0  #: body bytes of the in-memory entries
         self._memory = memory
         self._spill_factory = spill_factory
-        self._next_seq = 0  #: the ``seq`` of the next entry appended
+        #: the ``seq`` of each entry appended (``next``: cheaper per publish than a counter)
+        self._seqs = itertools.count()
 
     def __len__(self) -> int:
         return self._len
@@ -196,8 +197,7 @@ class ReadyMessages:
         )
 
     def append(self, entry: QueuedMessage) -> None:
-        entry.seq = self._next_seq
-        self._next_seq += 1
+        entry.seq = next(self._seqs)
         i = min(entry.message.priority, len(self._levels) - 1)
         if self._spill_factory is not None and (
             (self._spilled and self._spills[i])  # the level's spilled entries precede this one
@@ -279,8 +279,7 @@ class ReadyMessages:
         while spill and not (level and self._memory_full()):
             entry = spill.pop()
             # A spill keeps no ``seq``: one above every entry in memory keeps the order.
-            entry.seq = self._next_seq
-            self._next_seq += 1
+            entry.seq = next(self._seqs)
             level.append(entry)
             self._spilled -= 1
             self._held_bytes += entry.size

@@ -101,6 +101,7 @@ class ServerChannel:
         self._content_handlers = dialect.content_handlers
         self._delivery_limit = dialect.delivery_limit
         self._honours_immediate = dialect.honours_immediate
+        self._alternates_chain = dialect.alternates_chain
         self.dialect_state = dialect.channel_state()
 
     def send(self, method: Method) -> None:
@@ -506,9 +507,12 @@ class ServerChannel:
     def publish(self, m: Method, properties: Properties, body: bytes) -> None:
         """A content-bearing method with its content, handled by the dialect: basic.publish,
         and in 0-9 also the file, stream and tunnel contents."""
-        handler = self._content_handlers.get(m.NAME)
-        if handler is None:
-            raise errors.CommandInvalid(f"COMMAND_INVALID - {m.NAME} is not sent by clients")
+        try:
+            handler = self._content_handlers[m.NAME]
+        except KeyError:
+            raise errors.CommandInvalid(
+                f"COMMAND_INVALID - {m.NAME} is not sent by clients"
+            ) from None
         handler(self, m, properties, body)
 
     def basic_publish(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
@@ -549,7 +553,7 @@ class ServerChannel:
         """Route by the headers as published and enqueue; True when the store journaled
         the message."""
         queues = self.vhost.route(
-            exchange, message.routing_key, headers, alternates_chain=self.dialect.alternates_chain
+            exchange, message.routing_key, headers, alternates_chain=self._alternates_chain
         )
         accepted, journaled = True, False
         self.stats.publish += 1
