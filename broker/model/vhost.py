@@ -161,13 +161,18 @@ class VirtualHost:
             )
         return ex
 
-    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+    @staticmethod
+    def refuse_deleting_reserved(name: str) -> None:
+        """403 for the default exchange and the ``amq.*`` ones, which no one may delete."""
         if name == "" or name.startswith("amq."):
             raise errors.AccessRefused(
                 "ACCESS_REFUSED - operation not permitted on the default exchange"
                 if name == ""
                 else f"ACCESS_REFUSED - exchange name '{name}' contains reserved prefix 'amq.*'"
             )
+
+    def delete_exchange(self, name: str, *, if_unused: bool = False) -> None:
+        self.refuse_deleting_reserved(name)
         ex = self.exchanges.get(name)
         if ex is None:
             return

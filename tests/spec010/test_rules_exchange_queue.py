@@ -288,6 +288,17 @@ def test_a_queues_alternate_exchange_cannot_be_deleted_while_the_queue_exists(
     assert peer.error(2) == ("channel", 404)
 
 
+@rule("exchange:default-access")
+def test_the_default_exchange_is_refused_403_even_when_a_queue_names_it_its_alternate(
+    peer: Peer, name: str
+) -> None:
+    # A 0-9-1 client's queue with x-dead-letter-exchange "" (common) is, to the draft, a queue
+    # whose alternate exchange is the default one: deleting "" is still 403, not 406.
+    declare_queue(peer, 1, name, arguments={"x-dead-letter-exchange": ""})
+    peer.send(1, "exchange.delete", exchange="")
+    assert peer.error(1) == ("channel", 403)
+
+
 @rule("queue.bind:duplicates")
 def test_a_duplicate_binding_is_not_an_error_and_routes_once(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)

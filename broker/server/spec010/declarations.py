@@ -76,6 +76,9 @@ def exchange_declare(ch: Channel, m: ExchangeDeclare) -> None:
 
 
 def _exchange_delete(ch: Channel, m: ExchangeDelete) -> None:
+    # The default and amq.* exchanges are refused first, whatever names them as an
+    # alternate (a queue's dead-letter exchange is often "").
+    ch.vhost.refuse_deleting_reserved(m.exchange)
     users = [
         q.name for q in ch.vhost.queues.values() if q.arguments.get(_QUEUE_ALTERNATE) == m.exchange
     ]
