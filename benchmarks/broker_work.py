@@ -74,10 +74,18 @@ def _normal(name: str) -> str:
     )
 
 
-def opcodes(tree: Path, mode: str, n: int, first: Path | None = None, rounds: int = 1) -> Opcodes:
-    """Per workload: bytecodes per message, per function (of the last round)."""
+def opcodes(
+    tree: Path,
+    mode: str,
+    n: int,
+    first: Path | None = None,
+    rounds: int = 1,
+    measure: str = "opcodes",
+) -> Opcodes:
+    """Per workload: bytecodes per message, per function (of the last round); with
+    ``measure="adaptive"``, per function and specialised instruction form."""
     output = subprocess.run(
-        _command(tree, mode, n, "opcodes", rounds),
+        _command(tree, mode, n, measure, rounds),
         cwd=tree,
         env=_environment(tree, first),
         check=True,
@@ -145,15 +153,42 @@ def diff(a: Opcodes, b: Opcodes, most: int = 12) -> str:
     """Per workload: the functions whose bytecodes per message differ most from a to b."""
     lines = []
     for workload in a:
-        delta = Counter(b[workload])
-        delta.subtract(a[workload])
         lines.append(
             f"{workload}: {sum(a[workload].values()):.1f} -> {sum(b[workload].values()):.1f}"
         )
-        for name, value in sorted(delta.items(), key=lambda kv: -abs(kv[1]))[:most]:
-            if abs(value) >= 0.5:
-                lines.append(f"  {value:+8.1f}  {name}")
+        lines += diff_lines(a[workload], b[workload], most)
     return "\n".join(lines)
+
+
+def by_form(counts: Counter[str]) -> Counter[str]:
+    """``path:qualname OPNAME`` counts summed per ``OPNAME``."""
+    found: Counter[str] = Counter()
+    for name, value in counts.items():
+        found[name.rsplit(" ", 1)[1]] += value
+    return found
+
+
+def adaptive_diff(a: Opcodes, b: Opcodes, most: int = 15) -> str:
+    """Per workload: the specialised instruction forms, and the functions' forms, whose
+    executions per message differ most from a to b (``*_ADAPTIVE``: specialising failed)."""
+    lines = []
+    for workload in a:
+        lines.append(f"{workload}: per form")
+        lines += diff_lines(by_form(a[workload]), by_form(b[workload]), most)
+        lines.append(f"{workload}: per function and form")
+        lines += diff_lines(a[workload], b[workload], most)
+    return "\n".join(lines)
+
+
+def diff_lines(a: Counter[str], b: Counter[str], most: int) -> list[str]:
+    """The ``most`` keys whose counts differ most from a to b (by at least 0.5)."""
+    delta = Counter(b)
+    delta.subtract(a)
+    return [
+        f"  {value:+8.1f}  {name}"
+        for name, value in sorted(delta.items(), key=lambda kv: -abs(kv[1]))[:most]
+        if abs(value) >= 0.5
+    ]
 
 
 RATIOS = (("on", "off"), ("counters", "off"), ("off", "before"), ("counters", "before"))
@@ -184,6 +219,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--messages", type=int, default=MESSAGES)
     parser.add_argument("--callgrind", action="store_true", help="also count instructions")
     parser.add_argument("--diff", nargs=2, metavar=("A", "B"), help="per-function bytecodes")
+    parser.add_argument(
+        "--adaptive",
+        nargs=2,
+        metavar=("A", "B"),
+        help="executions per specialised instruction form (CPython 3.11's quickening)",
+    )
     args = parser.parse_args(argv)
     n = args.messages
     with configurations(args.before) as found:
@@ -219,6 +260,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.diff:
             print(diff(counted[args.diff[0]], counted[args.diff[1]]))
+        if args.adaptive:
+            forms = [
+                opcodes(*found[name][:2], n, found[name][2], measure="adaptive")
+                for name in args.adaptive
+            ]
+            print(adaptive_diff(*forms))
     return 0
 
 

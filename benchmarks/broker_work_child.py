@@ -16,14 +16,18 @@ bytes, the same chunks, the same work each run.
 turns callgrind's counting on), runs it, prints ``done`` and waits for ``next`` (nothing of
 the next workload's set-up may run while the parent reads the count); ``opcodes`` prints, per
 workload, a JSON line of Python bytecodes executed per function (``sys.settrace`` with
-``f_trace_opcodes``: exact, deterministic, ~30x slower). Modes: ``on`` (the management
-listener started), ``counters`` (no listener, ``--no-management``); the parent puts a tree
-whose counting statements are ``pass`` first on the path for ``off``.
+``f_trace_opcodes``: exact, deterministic, ~30x slower); ``adaptive`` prints, per workload,
+the executions per function of each instruction in the form CPython 3.11's specialising
+interpreter had quickened it to after an untraced run (``LOAD_ATTR_INSTANCE_VALUE``, or
+``LOAD_ATTR_ADAPTIVE`` where specialising failed and the generic path runs). Modes: ``on``
+(the management listener started), ``counters`` (no listener, ``--no-management``); the
+parent puts a tree whose counting statements are ``pass`` first on the path for ``off``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dis
 import gc
 import inspect
 import json
@@ -223,25 +227,31 @@ class Broker:
         self.purge()
 
 
-def opcodes(work: Callable[[], None], roots: list[str]) -> Counter[str]:
-    """Bytecodes executed by ``work``, per function (``path:qualname``, the path relative to
-    the first of ``roots`` it is in)."""
-    counts: Counter[str] = Counter()
-    names: dict[Any, str] = {}
+def _name(code: Any, roots: list[str]) -> str:
+    """``path:qualname``, the path relative to the first of ``roots`` it is in."""
+    path = code.co_filename
+    for root in roots:
+        if path.startswith(root):
+            return f"{path[len(root) :].lstrip('/')}:{code.co_qualname}"
+    return f"{path}:{code.co_qualname}"
+
+
+def executed(
+    work: Callable[[], None], forms: dict[Any, dict[int, str]] | None = None
+) -> Counter[tuple[Any, int]]:
+    """How often ``work`` executed each instruction: (code, offset) -> count. With ``forms``,
+    each code's instructions are read the first time it runs (``offset -> opname`` in the
+    specialised form the warm-up rounds left, before tracing can change it)."""
+    counts: Counter[tuple[Any, int]] = Counter()
 
     def trace(frame: FrameType, event: str, arg: object) -> Any:
         frame.f_trace_opcodes = True
         if event == "opcode":
             code = frame.f_code
-            name = names.get(code)
-            if name is None:
-                path = code.co_filename
-                for root in roots:
-                    if path.startswith(root):
-                        path = path[len(root) :].lstrip("/")
-                        break
-                name = names[code] = f"{path}:{code.co_qualname}"
-            counts[name] += 1
+            if forms is not None and code not in forms:
+                found = dis.get_instructions(code, adaptive=True)
+                forms[code] = {i.offset: i.opname for i in found}
+            counts[code, frame.f_lasti] += 1
         return trace
 
     sys.settrace(trace)
@@ -249,6 +259,23 @@ def opcodes(work: Callable[[], None], roots: list[str]) -> Counter[str]:
         work()
     finally:
         sys.settrace(None)
+    return counts
+
+
+def opcodes(work: Callable[[], None], roots: list[str]) -> Counter[str]:
+    """Bytecodes executed by ``work``, per function."""
+    counts: Counter[str] = Counter()
+    for (code, _), n in executed(work).items():
+        counts[_name(code, roots)] += n
+    return counts
+
+
+def adaptive(work: Callable[[], None], roots: list[str]) -> Counter[str]:
+    """``path:qualname OPNAME`` -> executions, each instruction named by its specialised form."""
+    forms: dict[Any, dict[int, str]] = {}
+    counts: Counter[str] = Counter()
+    for (code, offset), n in executed(work, forms).items():
+        counts[f"{_name(code, roots)} {forms[code].get(offset, '?')}"] += n
     return counts
 
 
@@ -270,8 +297,9 @@ def main() -> None:
             # the collections it triggers are the same each run.
             gc.collect()
             gc.freeze()
-            if measure == "opcodes":
-                print(json.dumps({"name": name, "opcodes": opcodes(work, roots)}), flush=True)
+            if measure in ("opcodes", "adaptive"):
+                count = opcodes if measure == "opcodes" else adaptive
+                print(json.dumps({"name": name, "opcodes": count(work, roots)}), flush=True)
                 continue
             print(json.dumps({"name": name}), flush=True)
             if sys.stdin.readline().strip() != "go":

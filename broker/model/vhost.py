@@ -412,7 +412,6 @@ class VirtualHost:
         exchange: Exchange,
         routing_key: str,
         headers: dict[str, Any],
-        *,
         alternates_chain: bool = True,
     ) -> list[Queue]:
         """The queues a message reaches through ``exchange``: exchange-to-exchange bindings

@@ -178,7 +178,7 @@ class ServerChannel:
     # -- dispatch -----------------------------------------------------------------------------
 
     def handle(self, method: Method) -> None:
-        handler = self.handlers.get(method.NAME)
+        handler = self.handlers.get(type(method))
         if handler is None:
             raise errors.NotImplemented_(f"NOT_IMPLEMENTED - {method.NAME} is not supported")
         self.conn.access.check(method, self.last_queue)
@@ -508,7 +508,7 @@ class ServerChannel:
         """A content-bearing method with its content, handled by the dialect: basic.publish,
         and in 0-9 also the file, stream and tunnel contents."""
         try:
-            handler = self._content_handlers[m.NAME]
+            handler = self._content_handlers[type(m)]
         except KeyError:
             raise errors.CommandInvalid(
                 f"COMMAND_INVALID - {m.NAME} is not sent by clients"
@@ -552,9 +552,7 @@ class ServerChannel:
     ) -> bool:
         """Route by the headers as published and enqueue; True when the store journaled
         the message."""
-        queues = self.vhost.route(
-            exchange, message.routing_key, headers, alternates_chain=self._alternates_chain
-        )
+        queues = self.vhost.route(exchange, message.routing_key, headers, self._alternates_chain)
         accepted, journaled = True, False
         self.stats.publish += 1
         exchange.stats.publish_in += 1

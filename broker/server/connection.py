@@ -77,6 +77,10 @@ _CHANNEL_CLOSING = frozenset({"channel.close", "channel.close-ok"})
 class AMQPConnection(asyncio.Protocol):
     """``dialects``: the versions it speaks; the client's protocol header picks one."""
 
+    #: while ``handle_request`` runs: the request's channel and how its replies are framed
+    #: (a class default: set only on connections that answer requests, see ``__init__``)
+    _answering: tuple[int, Respond] | None = None
+
     def __init__(self, server: Server, dialects: Dialects) -> None:
         self.server = server
         self.config = server.config
@@ -93,7 +97,6 @@ class AMQPConnection(asyncio.Protocol):
         self.peer = "?"
         self.user: str | None = None
         self.access: Access = None  # type: ignore[assignment]  # set by connection.open
-        self._peer_common_name: str | None = None
         self.vhost: VirtualHost = None  # type: ignore[assignment]  # set by connection.open
         self.channels: dict[int, ServerChannel] = {}
         #: the counts of its closed channels (``connection_stats`` adds the open ones')
@@ -101,7 +104,6 @@ class AMQPConnection(asyncio.Protocol):
         #: when the socket was accepted (``time.time()``), for the management API
         self.connected_at = time.time()
         self.client_properties: dict[str, Any] = {}
-        self.heartbeat = 0
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._flush_scheduled = False
@@ -118,8 +120,21 @@ class AMQPConnection(asyncio.Protocol):
         #: contents sent frame by frame, cancellable by a reject (content_pump), in dialects
         #: with ``cancellable_contents``
         self._pump = ContentPump()
-        #: while ``handle_request`` runs: the request's channel and how its replies are framed
-        self._answering: tuple[int, Respond] | None = None
+        # At most 29 attributes: CPython 3.11 keeps an instance's attributes as inline values
+        # with keys shared by the class (loaded at fixed offsets) only up to 29 keys; a 30th
+        # turns every connection's attributes into a dict, looked up on every access
+        # (benchmarks/broker_work.py --adaptive showed it: LOAD_ATTR_WITH_HINT).
+
+    @property
+    def heartbeat(self) -> int:
+        """The agreed heartbeat in seconds (0: none, or not tuned yet)."""
+        tuning = None if self._handshake is None else self._handshake.tuning
+        return 0 if tuning is None else tuning.heartbeat
+
+    @property
+    def _peer_common_name(self) -> str | None:
+        """The verified client certificate's common name (TLS), for EXTERNAL."""
+        return None if self.transport is None else tls.peer_common_name(self.transport)
 
     @property
     def spec(self) -> Spec:
@@ -164,7 +179,6 @@ class AMQPConnection(asyncio.Protocol):
             return
         self.server.refusals.accepted()
         self.server.connections.add(self)
-        self._peer_common_name = tls.peer_common_name(transport)
         self._timer = self.loop.call_later(self.config.handshake_timeout, self._handshake_timeout)
         log.info("accepting AMQP connection %s", self.peer)
 
@@ -481,12 +495,7 @@ class AMQPConnection(asyncio.Protocol):
         channel = self.channels.get(channel_id)
         try:
             if channel is None:
-                dialect = self._spoken
-                opened = dialect.open_channel(
-                    self, channel_id, method, lambda: ServerChannel(self, channel_id, dialect)
-                )
-                if opened is not None:
-                    self.channels[channel_id] = opened
+                self._open_channel(channel_id, method)
             elif content is not None:
                 channel.publish(method, content.properties, content.body)
             else:
@@ -497,6 +506,17 @@ class AMQPConnection(asyncio.Protocol):
                     err.with_culprit(method.CLASS_ID, method.METHOD_ID)
                 raise
             self._refuse_channel(channel_id, method, err)
+
+    def _open_channel(self, channel_id: int, method: Method) -> None:
+        """A method on a channel not open yet: the dialect opens it (channel.open) or not.
+        (Its own method: the factory's closure would make ``_on_channel_method``'s locals
+        cells, read slower on every publish.)"""
+        dialect = self._spoken
+        opened = dialect.open_channel(
+            self, channel_id, method, lambda: ServerChannel(self, channel_id, dialect)
+        )
+        if opened is not None:
+            self.channels[channel_id] = opened
 
     def _refuse_channel(self, channel_id: int, method: Method, err: errors.AMQPError) -> None:
         """Close a channel with a soft error, naming ``method`` unless ``err`` names one."""
@@ -684,7 +704,6 @@ class AMQPConnection(asyncio.Protocol):
         tuning = self.handshake.accept_tuning(m)
         self.proto.channel_max = tuning.channel_max
         self.proto.frame_max = tuning.frame_max
-        self.heartbeat = tuning.heartbeat
 
     def _open(self, m: ConnectionOpen) -> None:
         name = m.virtual_host

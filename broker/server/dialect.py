@@ -73,8 +73,20 @@ class Dialect:
         content_handlers: Mapping[str, ContentHandler],
     ) -> None:
         self.spec = spec
-        self.channel_handlers = channel_handlers
-        self.content_handlers = content_handlers
+        # Keyed by the methods' classes, as the channel looks them up for every method:
+        # ``type(m)`` is one cheap call where ``m.NAME``, a class attribute, is a load
+        # CPython 3.11 cannot specialise. (Handler tables shared between versions name
+        # methods this one lacks: nothing of those names can arrive.)
+        self.channel_handlers: Mapping[type[Method], ChannelHandler] = {
+            spec.method(name): handler
+            for name, handler in channel_handlers.items()
+            if spec.has_method(name)
+        }
+        self.content_handlers: Mapping[type[Method], ContentHandler] = {
+            spec.method(name): handler
+            for name, handler in content_handlers.items()
+            if spec.has_method(name)
+        }
 
     def register_contents(self) -> None:
         """Tell the store how to encode and recover this dialect's content classes other than
