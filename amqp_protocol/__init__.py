@@ -5,12 +5,23 @@ into the checked-in modules of ``generated/`` (``python -m amqp_protocol.generat
 ``docs/architecture.md`` for the API.
 """
 
-from . import errors, events, frames, values
+from typing import TYPE_CHECKING
+
+from . import errors, events, frames, values, versions
 from .connection import Connection
 from .methods import Method
 from .properties import Properties
 from .spec import Spec, load_spec
-from .versions import ALL_SPECS, KNOWN_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_9_1, SPEC_0_10
+from .versions import SPEC_0_9_1
+
+if TYPE_CHECKING:
+    from .versions import ALL_SPECS, KNOWN_SPECS, SPEC_0_8, SPEC_0_9, SPEC_0_10
+
+
+def __getattr__(name: str) -> object:
+    """The versions other than 0-9-1, loaded on first use (see ``versions``)."""
+    return getattr(versions, name)
+
 
 __all__ = [
     "ALL_SPECS",

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import Literal
 
-from . import errors, frames
+from . import errors, frames, versions
 from .events import (
     ContentReceived,
     ContentTooLarge,
@@ -31,7 +31,7 @@ from .events import (
 from .methods import Method
 from .properties import Properties
 from .spec import Spec
-from .versions import ALL_SPECS, spec_for_header
+from .versions import spec_for_header
 
 _CONTENT_HEADER = struct.Struct(">HHQ")
 _FRAME_HEAD = frames.FRAME_HEADER
@@ -111,7 +111,7 @@ class Connection:
         by default ``(spec,)`` when a spec is given, else every version of ``ALL_SPECS``."""
         if role == "client" and spec is None:
             raise ValueError("a client connection needs a spec")
-        offered = tuple(supported) or ((spec,) if spec is not None else ALL_SPECS)
+        offered = tuple(supported) or ((spec,) if spec is not None else versions.ALL_SPECS)
         self.role = role
         self.spec: Spec | None = spec
         self._offered = offered

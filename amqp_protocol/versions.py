@@ -1,29 +1,69 @@
-"""The AMQP versions this package speaks, loaded once, and which protocol headers name them."""
+"""The AMQP versions this package speaks, each loaded once, and which protocol headers name
+them.
+
+0-9-1 (what clients speak) is loaded with this module; 0-9, 0-8 and the 0-10 draft only when
+first named (``SPEC_0_9``, ``ALL_SPECS``, ...): the client, and so every Python process Spark
+starts for the connector, speaks 0-9-1 alone, and importing the other three generated
+modules cost each of them ~0.27 s of CPU (``python -X importtime``).
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from .generated import spec_0_8, spec_0_9, spec_0_9_1, spec_0_10
+from .generated import spec_0_9_1
 from .spec import Spec, load_spec
 
 #: 0-9-1 with RabbitMQ's extensions (see ``generate.VERSIONS``).
 SPEC_0_9_1: Spec = load_spec(spec_0_9_1.SOURCES, spec_0_9_1.METHODS, spec_0_9_1.PROPERTIES)
-SPEC_0_9: Spec = load_spec(spec_0_9.SOURCES, spec_0_9.METHODS, spec_0_9.PROPERTIES)
-SPEC_0_8: Spec = load_spec(spec_0_8.SOURCES, spec_0_8.METHODS, spec_0_8.PROPERTIES)
-#: The transitional 0-10 working draft: protocol header ``AMQP 1 1 0 10``.
-SPEC_0_10: Spec = load_spec(spec_0_10.SOURCES, spec_0_10.METHODS, spec_0_10.PROPERTIES)
-#: What a server accepts, preferred first: the versions the broker has a dialect for.
-ALL_SPECS: tuple[Spec, ...] = (SPEC_0_9_1, SPEC_0_9, SPEC_0_8)
-#: Every version this package generates, the 0-10 draft included: a server that is given
-#: these as ``supported`` negotiates the draft too.
-KNOWN_SPECS: tuple[Spec, ...] = (*ALL_SPECS, SPEC_0_10)
+
+if TYPE_CHECKING:  # loaded by ``__getattr__`` on first use
+    SPEC_0_9: Spec
+    SPEC_0_8: Spec
+    #: The transitional 0-10 working draft: protocol header ``AMQP 1 1 0 10``.
+    SPEC_0_10: Spec
+    #: What a server accepts, preferred first: the versions the broker has a dialect for.
+    ALL_SPECS: tuple[Spec, ...]
+    #: Every version this package generates, the 0-10 draft included: a server that is
+    #: given these as ``supported`` negotiates the draft too.
+    KNOWN_SPECS: tuple[Spec, ...]
+
+#: The versions loaded on first use, by the name of their generated module.
+_LATER = {"SPEC_0_9": "spec_0_9", "SPEC_0_8": "spec_0_8", "SPEC_0_10": "spec_0_10"}
 
 
-def spec_for_header(header: bytes, specs: Iterable[Spec] = KNOWN_SPECS) -> Spec | None:
-    """The version among ``specs`` that a client's protocol header asks for: by the header
-    its spec states or by one of its ``header_aliases`` (py-amqplib's ``AMQP 1 1 9 1`` is
-    0-8). None if the header names none of them."""
+@functools.cache
+def _load(module: str) -> Spec:
+    generated = importlib.import_module(f"{__package__}.generated.{module}")
+    return load_spec(generated.SOURCES, generated.METHODS, generated.PROPERTIES)
+
+
+@functools.cache
+def _specs(name: str) -> tuple[Spec, ...]:
+    every = (SPEC_0_9_1, _load("spec_0_9"), _load("spec_0_8"))
+    return every if name == "ALL_SPECS" else (*every, _load("spec_0_10"))
+
+
+def __getattr__(name: str) -> object:
+    if name in _LATER:
+        return _load(_LATER[name])
+    if name in ("ALL_SPECS", "KNOWN_SPECS"):
+        return _specs(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def spec_for_header(header: bytes, specs: Iterable[Spec] | None = None) -> Spec | None:
+    """The version among ``specs`` (every version by default) that a client's protocol header
+    asks for: by the header its spec states or by one of its ``header_aliases``
+    (py-amqplib's ``AMQP 1 1 9 1`` is 0-8). None if the header names none of them."""
     return next(
-        (s for s in specs if header == s.protocol_header or header in s.header_aliases), None
+        (
+            s
+            for s in (_specs("KNOWN_SPECS") if specs is None else specs)
+            if header == s.protocol_header or header in s.header_aliases
+        ),
+        None,
     )

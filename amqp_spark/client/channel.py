@@ -19,15 +19,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 from amqp_protocol import Method, Properties
 from amqp_protocol.events import ContentReceived, MethodReceived
-from amqp_protocol.generated.any_version import (
-    BasicAck,
-    BasicCancel,
-    BasicDeliver,
-    BasicNack,
-    BasicReturn,
-    ChannelClose,
-    ChannelFlow,
-)
 
 from .confirms import ConfirmTracker
 from .delivery import Delivery, ReturnedMessage
@@ -39,6 +30,16 @@ from .exceptions import (
 )
 
 if TYPE_CHECKING:
+    # The methods of every version the client speaks; told apart by name at run time, so
+    # that a 0-9-1 client does not import the other versions' generated modules.
+    from amqp_protocol.generated.any_version import (
+        BasicCancel,
+        BasicDeliver,
+        BasicReturn,
+        ChannelClose,
+        ChannelFlow,
+    )
+
     from .connection import Connection
 
 log = logging.getLogger(__name__)
@@ -610,7 +611,8 @@ class Channel:
         wake theirs once per run (``_on_events``)."""
         name = m.NAME
         requests = self._requests
-        if isinstance(m, ChannelClose):
+        if name == "channel.close":
+            m = cast("ChannelClose", m)
             # Closed from now on: nothing after it on this channel may answer a request.
             self._close_under_lock(
                 ChannelClosed(m.reply_code, m.reply_text, m.class_id, m.method_id)
@@ -621,10 +623,12 @@ class Channel:
         elif requests and name in requests[0].responses:
             requests.popleft().reply = (m, properties, body)
             self._replied.notify_all()
-        elif isinstance(m, BasicAck | BasicNack):
+        elif name == "basic.ack" or name == "basic.nack":
             if self._confirms is not None:
-                self._confirms.confirmed(m.delivery_tag, m.multiple, ack=name == "basic.ack")
-        elif isinstance(m, BasicReturn):
+                ack: Any = m  # BasicAck | BasicNack
+                self._confirms.confirmed(ack.delivery_tag, ack.multiple, ack=name == "basic.ack")
+        elif name == "basic.return":
+            m = cast("BasicReturn", m)
             assert properties is not None
             returned = ReturnedMessage(
                 m.reply_code, m.reply_text, m.exchange, m.routing_key, properties, body
@@ -638,12 +642,14 @@ class Channel:
                     m.reply_code,
                     m.reply_text,
                 )
-        elif isinstance(m, BasicCancel):
+        elif name == "basic.cancel":
+            m = cast("BasicCancel", m)
             self._consumers.discard(m.consumer_tag)
             self._server_cancelled.append(m.consumer_tag)
             self._arrived.notify_all()
             return bool(m.no_wait)
-        elif isinstance(m, ChannelFlow):
+        elif name == "channel.flow":
+            m = cast("ChannelFlow", m)
             self._flow_active = bool(m.active)
             self._settled.notify_all()
             return False
@@ -655,14 +661,14 @@ class Channel:
         """Reply to a server-sent channel.close, channel.flow or basic.cancel."""
         method = self.spec.method
         with contextlib.suppress(ClientError):
-            if isinstance(m, ChannelClose):
+            if m.NAME == "channel.close":
                 self.connection._send_method(self.number, method("channel.close-ok")())
-            elif isinstance(m, ChannelFlow):
-                self.connection._send_method(
-                    self.number, method("channel.flow-ok")(active=m.active)
-                )
-            elif isinstance(m, BasicCancel):
-                reply = method("basic.cancel-ok")(consumer_tag=m.consumer_tag)
+            elif m.NAME == "channel.flow":
+                active = cast("ChannelFlow", m).active
+                self.connection._send_method(self.number, method("channel.flow-ok")(active=active))
+            elif m.NAME == "basic.cancel":
+                tag = cast("BasicCancel", m).consumer_tag
+                reply = method("basic.cancel-ok")(consumer_tag=tag)
                 self.connection._send_method(self.number, reply)
         if m.NAME == "channel.close":
             self.connection._forget_channel(self.number)
