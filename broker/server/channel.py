@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-from amqp_protocol import Method, Properties, errors
+from amqp_protocol import Method, errors
 from amqp_protocol.generated.any_version import (
     BasicAck,
     BasicCancel,
@@ -98,7 +98,9 @@ class ServerChannel:
         self.stats = MessageStats()
         self.dialect = dialect
         self.handlers = dialect.channel_handlers
-        self._content_handlers = dialect.content_handlers
+        #: The dialect's handlers of content-bearing methods with their content (basic.publish,
+        #: and in 0-9 also the file, stream and tunnel contents), called by the connection.
+        self.content_handlers = dialect.content_handlers
         self._delivery_limit = dialect.delivery_limit
         self._honours_immediate = dialect.honours_immediate
         self._alternates_chain = dialect.alternates_chain
@@ -503,17 +505,6 @@ class ServerChannel:
             self.send(self._m("basic.recover-ok")())
 
     # -- basic: publishing --------------------------------------------------------------------
-
-    def publish(self, m: Method, properties: Properties, body: bytes) -> None:
-        """A content-bearing method with its content, handled by the dialect: basic.publish,
-        and in 0-9 also the file, stream and tunnel contents."""
-        try:
-            handler = self._content_handlers[type(m)]
-        except KeyError:
-            raise errors.CommandInvalid(
-                f"COMMAND_INVALID - {m.NAME} is not sent by clients"
-            ) from None
-        handler(self, m, properties, body)
 
     def basic_publish(self, m: BasicPublish, properties: BasicProperties, body: bytes) -> None:
         """basic.publish with its content. The immediate flag is refused (as RabbitMQ does)

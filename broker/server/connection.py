@@ -497,7 +497,14 @@ class AMQPConnection(asyncio.Protocol):
             if channel is None:
                 self._open_channel(channel_id, method)
             elif content is not None:
-                channel.publish(method, content.properties, content.body)
+                # Straight to the dialect's handler (basic_publish): no frame in between.
+                try:
+                    publish = channel.content_handlers[type(method)]
+                except KeyError:
+                    raise errors.CommandInvalid(
+                        f"COMMAND_INVALID - {method.NAME} is not sent by clients"
+                    ) from None
+                publish(channel, method, content.properties, content.body)
             else:
                 channel.handle(method)
         except errors.AMQPError as err:
