@@ -3,9 +3,10 @@
 A backlog of 1 million 100-byte messages (100 000 with ``--quick``) in one classic queue,
 read by a Trigger.AvailableNow query into the ``noop`` sink; rows/s over the whole run, from
 ``start()`` to the end of the run (query start, planning, acks included), a local[2] session
-started beforehand and warmed up by a small run. The headline is the source at its default
-options (no ``prefetch``: the window grows to 40000 messages of 100 B, batches of 20000);
-the tuned figure follows (``prefetch`` 131070 given: two consumers of 65535 from the start).
+started beforehand and warmed up by a run of 60,000 rows per broker. The headline is the
+source at its default options (no ``prefetch``: the window grows to 40000 messages of
+100 B, batches of 20000); the tuned figure follows (``prefetch`` 131070 given: two
+consumers of 65535 from the start).
 
 Beside it, on the same broker in the same run, each reading the same backlog refilled:
 
@@ -23,8 +24,10 @@ per process (broker, JVM, the source's runner, the executors, this process) is r
 the bundled broker in its own process (``python -m broker``), RabbitMQ 4 and RabbitMQ 3.10
 (``AMQP_SPARK_RABBITMQ_URL`` / ``AMQP_SPARK_RABBITMQ3_URL`` or private nodes,
 tests/support/rabbitmq.py). ``python -m benchmarks.bench_source [--count N] [--rounds R]``
-runs it alone, prints every run with the load average at its start and end, then the rows
-and one Markdown table of every contender's best with its CPU per process.
+runs it alone (``--broker bundled|rabbitmq4|rabbitmq3``, repeatable: only those), prints
+every run with the load average at its start and end and, for the source, where its time
+went (Spark's phases), then the rows and one Markdown table of every contender's best with
+its CPU per process.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import contextlib
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,8 @@ QUEUE = "bench-source"
 SOURCE_PREFETCH = 131070
 PREFETCH = 65535  #: the most one consumer may have: the raw client's and pika's
 CHUNK = 10_000
+#: Rows read through the source, untimed, before a broker's first contender: three batches.
+WARM_UP = 60_000
 HAND_WRITTEN_SCHEMA = (
     "body binary, routing_key string, exchange string, delivery_tag bigint, redelivered boolean"
 )
@@ -87,7 +92,31 @@ def _source_rate(spark: Any, url: str, count: int, scratch: Path, **options: str
     read = sum(p["numInputRows"] for p in query.recentProgress)
     if read != count:
         raise AssertionError(f"the source read {read} rows of a backlog of {count}")
+    print(f"  {phases(query.recentProgress, elapsed)}", file=sys.stderr, flush=True)
     return count / elapsed
+
+
+#: Spark's phases of a micro-batch (``durationMs`` of its progress), as ``phases`` sums them.
+PHASES = {
+    "waiting for the source (latestOffset)": ("latestOffset",),
+    "planning": ("queryPlanning", "getBatch"),
+    "reading and writing (addBatch)": ("addBatch",),
+    "offset and commit logs": ("walCommit", "commitOffsets"),
+}
+
+
+def phases(progress: list[dict[str, Any]], elapsed: float) -> str:
+    """Where a run's wall time went: the time outside Spark's triggers (the query's start,
+    its runner's start-up, its end) and, summed over the batches, Spark's phases."""
+    seconds = {
+        name: sum(p["durationMs"].get(k, 0) for p in progress for k in keys) / 1000
+        for name, keys in PHASES.items()
+    }
+    triggers = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000
+    return (
+        f"{elapsed:.2f} s in all: {elapsed - triggers:.2f} s outside the {len(progress)} "
+        "triggers (start, end); " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items())
+    )
 
 
 def _raw_rate(url: str, count: int) -> float:
@@ -161,8 +190,10 @@ def _best_rates(
     ]
     port = urlsplit(url).port
     broker_pid = rabbitmq_node_pid(port) if port is not None else None
-    _fill(url, 1000)
-    _source_rate(spark, url, 1000, scratch)  # warm-up: the source's Python workers start
+    # Warm-up: the source's Python workers start, and the JVM compiles the streaming path
+    # (with 1,000 rows, the first contender measured paid for the JIT: 2x the JVM's CPU).
+    _fill(url, WARM_UP)
+    _source_rate(spark, url, WARM_UP, scratch)
     best = {name: Best() for name, _ in contenders}
     for i in range(rounds):
         for name, measure in contenders[i:] + contenders[:i]:
@@ -212,13 +243,20 @@ def _rows(broker: str, count: int, best: dict[str, Best]) -> list[Row]:
     return rows
 
 
-def measure(count: int, rounds: int) -> dict[str, dict[str, Best]]:
-    """Per broker (the bundled one, RabbitMQ 4, RabbitMQ 3.10), each contender's best."""
-    brokers: list[tuple[str, Callable[[], contextlib.AbstractContextManager[str]]]] = [
-        ("bundled broker", _bundled),
-        ("RabbitMQ 4", lambda: rabbitmq(4)),
-        ("RabbitMQ 3.10", lambda: rabbitmq(3)),
-    ]
+#: The brokers measured, in this order, by their ``--broker`` names.
+BROKERS: dict[str, tuple[str, Callable[[], contextlib.AbstractContextManager[str]]]] = {
+    "bundled": ("bundled broker", _bundled),
+    "rabbitmq4": ("RabbitMQ 4", lambda: rabbitmq(4)),
+    "rabbitmq3": ("RabbitMQ 3.10", lambda: rabbitmq(3)),
+}
+
+
+def measure(
+    count: int, rounds: int, only: Sequence[str] = tuple(BROKERS)
+) -> dict[str, dict[str, Best]]:
+    """Per broker (of ``only``: by default the bundled one, RabbitMQ 4, RabbitMQ 3.10), each
+    contender's best."""
+    brokers = [BROKERS[name] for name in BROKERS if name in only]
     found: dict[str, dict[str, Best]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-source-") as scratch:
         spark = local_session(Path(scratch))
@@ -272,9 +310,15 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--count", type=int, help="messages in the backlog")
     parser.add_argument("--rounds", type=int, help="rounds (each contender once a round)")
+    parser.add_argument(
+        "--broker",
+        action="append",
+        choices=list(BROKERS),
+        help="measure only this broker (repeatable; default: all three)",
+    )
     args = parser.parse_args()
     count, rounds = _size(args.quick, args.count, args.rounds)
-    found = measure(count, rounds)
+    found = measure(count, rounds, args.broker or tuple(BROKERS))
     for broker, best in found.items():
         for r in _rows(broker, count, best):
             ref = r["reference"]
