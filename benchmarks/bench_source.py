@@ -191,7 +191,7 @@ def _best_rates(
     port = urlsplit(url).port
     broker_pid = rabbitmq_node_pid(port) if port is not None else None
     # Warm-up: the source's Python workers start, and the JVM compiles the streaming path
-    # (with 1,000 rows, the first contender measured paid for the JIT: 2x the JVM's CPU).
+    # over three batches rather than one.
     _fill(url, WARM_UP)
     _source_rate(spark, url, WARM_UP, scratch)
     best = {name: Best() for name, _ in contenders}
