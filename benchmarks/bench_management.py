@@ -34,6 +34,7 @@ from benchmarks import instructions
 from benchmarks.bench_broker import TIMEOUT, _timed, workloads
 from benchmarks.bench_load import held
 from benchmarks.common import Row, row
+from benchmarks.process_cpu import scheduled_seconds
 from tests.durability.broker_process import BrokerProcess
 
 #: "counters": this broker with its counters but without the listener (and its imports), which
@@ -61,18 +62,6 @@ QUEUES_HELD = 5000
 CONNECTIONS_HELD = 500
 
 
-def _cpu_seconds(pid: int) -> float:
-    """CPU time of process ``pid`` so far, all its threads, to the nanosecond (schedstat;
-    /proc/PID/stat counts 10 ms ticks, too coarse for a few percent of a second's work)."""
-    return (
-        sum(
-            int(task.joinpath("schedstat").read_text().split()[0])
-            for task in Path(f"/proc/{pid}/task").iterdir()
-        )
-        / 1e9
-    )
-
-
 @contextlib.contextmanager
 def _workloads(
     port: int, n: int, timeout: float = TIMEOUT
@@ -89,9 +78,9 @@ def _throughput(pid: int, port: int, n: int) -> dict[str, tuple[float, float]]:
     results = {}
     with _workloads(port, n) as figures:
         for name, fn in figures.items():
-            cpu = _cpu_seconds(pid)
+            cpu = scheduled_seconds(pid)
             rate = _timed(fn, n)
-            results[name] = (rate, (_cpu_seconds(pid) - cpu) / n * 1e6)
+            results[name] = (rate, (scheduled_seconds(pid) - cpu) / n * 1e6)
     return results
 
 
