@@ -33,6 +33,7 @@ from . import (
 )
 from .auth import api_auth
 from .context import BROKER, SAMPLER
+from .port_error import ManagementPortError
 from .rates import INTERVAL, RateSampler
 from .responses import ApiError, from_amqp
 
@@ -40,10 +41,6 @@ if TYPE_CHECKING:
     from .managed import ManagedBroker
 
 log = logging.getLogger("broker.management")
-
-
-class ManagementPortError(OSError):
-    """The management listener could not bind its address."""
 
 
 @web.middleware

@@ -11,12 +11,12 @@ import asyncio
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from amqp_protocol import SPEC_0_8, SPEC_0_9
 
 from .. import tls
 from ..config import BrokerConfig
-from ..management import ManagementServer
 from ..model.memory import MemoryGauge
 from ..model.persistence import InMemory, Persistence
 from ..model.queue_types import QueueTypes
@@ -32,6 +32,9 @@ from .dialect import Dialects
 from .spec010 import Spec010Dialect
 from .spec09 import Spec09Dialect
 from .spec091 import RabbitMQDialect
+
+if TYPE_CHECKING:
+    from ..management.server import ManagementServer
 
 log = logging.getLogger("broker")
 
@@ -160,6 +163,8 @@ class BrokerServer:
         """The management listener; a taken port closes the AMQP listeners again."""
         if not self.config.management.enabled:
             return
+        from ..management.server import ManagementServer  # aiohttp: only when enabled
+
         management = ManagementServer(self)
         try:
             await management.start()
