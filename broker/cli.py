@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -53,6 +54,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def freeze_start_up_heap() -> None:
+    """Leave what the process holds from its start (the imported modules, the generated
+    protocol classes of four versions, a recovered store, the management stack when enabled)
+    out of the garbage collector's walks from now on.
+
+    It lives as long as the process, yet every full collection walked it: measured over
+    sockets (``benchmarks/broker_ab.py``), freezing it made the broker 10-13% cheaper per
+    message than as it was, which is what the rework's larger import heap had cost. Only the
+    program does this: an embedded ``Broker()`` shares its host's heap, which is the host's
+    to manage. Objects freed later are still freed by reference counting; only cycles among
+    them stay, a few start-up objects at most."""
+    gc.collect()
+    gc.freeze()
+
+
 async def serve(config: BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -64,6 +80,7 @@ async def serve(config: BrokerConfig) -> None:
     except ManagementPortError as e:
         await server.shutdown()
         raise SystemExit(f"amqp-broker: {e}") from None
+    freeze_start_up_heap()
     await stop.wait()
     logging.getLogger("broker").info("signal received, shutting down")
     await server.shutdown()
