@@ -35,6 +35,7 @@ from .versions import spec_for_header
 
 _CONTENT_HEADER = struct.Struct(">HHQ")
 _FRAME_HEAD = frames.FRAME_HEADER
+_FRAME_SIZE = struct.Struct(">I")
 _END_AND_HEAD = frames.END_AND_HEADER
 #: A content header frame's header with the class-id, weight and body size it starts with.
 _HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
@@ -188,15 +189,13 @@ class Connection:
     ) -> bytes:
         """A content-bearing method with its header and body frames, split by frame-max."""
         payload = method.encode()
-        method_frame = _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
-        return method_frame + self.content_frames(channel, properties, body)
-
-    def content_frames(self, channel: int, properties: Properties, body: bytes) -> bytes:
-        """The header and body frames that follow a content-bearing method (``send_content``
-        writes them after its method frame; in the 0-10 draft they also follow a method sent
-        in a frame-request or frame-response)."""
         header = properties.encode_header(len(body))
-        parts = [_FRAME_HEAD.pack(frames.HEADER, channel, len(header)), header]
+        parts = [
+            _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)),
+            payload,
+            _END_AND_HEAD.pack(frames.FRAME_END, frames.HEADER, channel, len(header)),
+            header,
+        ]
         frame_max = self.frame_max or _NO_FRAME_LIMIT
         if len(body) <= frame_max - frames.FRAME_OVERHEAD:
             if body:
@@ -209,6 +208,17 @@ class Connection:
             parts.append(b"\xce")
             parts += frames.encode_body_frames(channel, body, frame_max)
         return b"".join(parts)
+
+    def content_frames(
+        self, channel: int, method: Method, properties: Properties, body: bytes
+    ) -> bytes:
+        """The header and body frames that ``send_content`` writes after ``method``'s frame
+        (in the 0-10 draft they also follow a method sent in a frame-request or
+        frame-response). Cut from ``send_content``'s bytes, so that its hot path stays one
+        call and one join, and the two cannot frame a content differently."""
+        whole = self.send_content(channel, method, properties, body)
+        (size,) = _FRAME_SIZE.unpack_from(whole, _FRAME_HEAD.size - _FRAME_SIZE.size)
+        return whole[frames.FRAME_OVERHEAD + size :]
 
     def send_encoded_contents(
         self, channel: int, class_id: int, contents: Iterable[tuple[bytes, bytes, bytes]]

@@ -3,13 +3,15 @@
 checkout's ``benchmarks.bench_codec`` and so its protocol package (an older tree's has
 another name), and nothing of this tree. Standard library only, for the same reason.
 
-It prints where its code came from (a JSON line), then for each operation: warms it up,
+It prints where its code came from (a JSON line), freezes the heap it has imported, then for
+each operation: warms it up,
 prints its name, waits for a line on stdin (the parent has zeroed the counters), runs it
 ``sys.argv[1]`` times, prints ``done`` and waits for the next line (the parent dumps).
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -39,6 +41,10 @@ def main() -> None:
     n = int(sys.argv[1])
     origin = {"bench_codec": codec.__file__, "values": codec.values.__file__}
     print(json.dumps(origin), flush=True)
+    # The counts are of the codec's work: the heap of what each tree imports (which differs
+    # between trees) is left out of the collections that the operations' allocations start.
+    gc.collect()
+    gc.freeze()
     for name, operation in operations():
         for _ in range(WARM_UP):
             operation()

@@ -289,7 +289,7 @@ class AMQPConnection(asyncio.Protocol):
         """``delivery_tag``: a delivery's content, which a 0-9 reject may cancel."""
         response = self._response(channel, method)
         if response is not None:
-            self.write(response + self.proto.content_frames(channel, properties, body))
+            self.write(response + self.proto.content_frames(channel, method, properties, body))
             return
         data = self.proto.send_content(channel, method, properties, body)
         if delivery_tag is not None and self._cancellable(len(body)):

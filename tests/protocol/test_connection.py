@@ -124,6 +124,17 @@ def test_zero_length_body_has_no_body_frame_and_is_delivered() -> None:
     ]
 
 
+@pytest.mark.parametrize("body", [b"", b"x" * 10, bytes(range(256)) * 40], ids=len)
+def test_content_frames_are_what_send_content_writes_after_the_method_frame(body: bytes) -> None:
+    sender = _client()
+    sender.frame_max = 4096
+    publish, props = Publish(routing_key="rk"), Props(content_type="a")
+    whole = sender.send_content(1, publish, props, body)
+    content = sender.content_frames(1, publish, props, body)
+    assert sender.send_method(1, publish) + content == whole
+    assert [p[0] for p in _split_frames(content)] == [p[0] for p in _split_frames(whole)][1:]
+
+
 def test_frame_max_of_zero_means_no_limit() -> None:
     sender = _client()
     sender.frame_max = 0

@@ -129,5 +129,7 @@ def test_content_after_a_request_of_a_method_without_content_is_a_503(
 ) -> None:
     peer.call(1, "queue.declare", queue=name)
     peer.request(1, "queue.purge", 1, queue=name)
-    peer.sock.sendall(peer.proto.content_frames(1, peer.spec.properties("basic")(), b"x"))
+    publish = peer.method("basic.publish", routing_key=name)
+    properties = peer.spec.properties("basic")()
+    peer.sock.sendall(peer.proto.content_frames(1, publish, properties, b"x"))
     assert peer.connection_error() == 503

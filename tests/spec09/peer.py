@@ -145,7 +145,7 @@ class Peer:
         data = self.proto.send_request(channel, method, request_id)
         if body is not None:
             properties = self.spec.properties(name.split(".")[0])()
-            data += self.proto.content_frames(channel, properties, body)
+            data += self.proto.content_frames(channel, method, properties, body)
         self.sock.sendall(data)
 
     def open_channel(self, channel: int = 1) -> int:
