@@ -42,16 +42,22 @@ def _load(module: str) -> Spec:
 
 
 @functools.cache
-def _specs(name: str) -> tuple[Spec, ...]:
-    every = (SPEC_0_9_1, _load("spec_0_9"), _load("spec_0_8"))
-    return every if name == "ALL_SPECS" else (*every, _load("spec_0_10"))
+def _all_specs() -> tuple[Spec, ...]:
+    return (SPEC_0_9_1, _load("spec_0_9"), _load("spec_0_8"))
+
+
+@functools.cache
+def _known_specs() -> tuple[Spec, ...]:
+    return (*_all_specs(), _load("spec_0_10"))
 
 
 def __getattr__(name: str) -> object:
     if name in _LATER:
         return _load(_LATER[name])
-    if name in ("ALL_SPECS", "KNOWN_SPECS"):
-        return _specs(name)
+    if name == "ALL_SPECS":
+        return _all_specs()
+    if name == "KNOWN_SPECS":
+        return _known_specs()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -62,7 +68,7 @@ def spec_for_header(header: bytes, specs: Iterable[Spec] | None = None) -> Spec 
     return next(
         (
             s
-            for s in (_specs("KNOWN_SPECS") if specs is None else specs)
+            for s in (_known_specs() if specs is None else specs)
             if header == s.protocol_header or header in s.header_aliases
         ),
         None,

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
     # The methods of every version the client speaks; told apart by name at run time, so
     # that a 0-9-1 client does not import the other versions' generated modules.
     from amqp_protocol.generated.any_version import (
+        BasicAck,
         BasicCancel,
         BasicDeliver,
+        BasicNack,
         BasicReturn,
         ChannelClose,
         ChannelFlow,
@@ -625,7 +627,7 @@ class Channel:
             self._replied.notify_all()
         elif name == "basic.ack" or name == "basic.nack":
             if self._confirms is not None:
-                ack: Any = m  # BasicAck | BasicNack
+                ack = cast("BasicAck | BasicNack", m)
                 self._confirms.confirmed(ack.delivery_tag, ack.multiple, ack=name == "basic.ack")
         elif name == "basic.return":
             m = cast("BasicReturn", m)
