@@ -180,7 +180,8 @@ def measure(trees: dict[str, Path], quick: bool) -> dict[str, Any]:
     return results
 
 
-def _commit(tree: Path) -> str:
+def commit(tree: Path) -> str:
+    """``tree``'s checked-out commit and its date."""
     return subprocess.run(
         ["git", "-C", str(tree), "log", "-1", "--format=%h %cs"],
         check=True,
@@ -211,6 +212,14 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def report(path: Path, header: dict[str, Any], results: object, markdown: str) -> None:
+    """Write ``header`` and ``results`` to ``path`` as JSON; print the header and the table."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**header, "results": results}, indent=2) + "\n")
+    print(json.dumps(header))
+    print(markdown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.before_after", description=__doc__)
     parser.add_argument("--before", type=Path, required=True, help="the older checkout")
@@ -226,14 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     results = measure(trees, args.quick)
     header = {
         "date": began,
-        "commits": {tree: _commit(root) for tree, root in trees.items()},
+        "commits": {tree: commit(root) for tree, root in trees.items()},
         "load": [load_before, os.getloadavg()],
         "rounds": ROUNDS,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({**header, "results": results}, indent=2) + "\n")
-    print(json.dumps(header))
-    print(table(results))
+    report(RESULTS, header, results, table(results))
     return 0
 
 

@@ -21,13 +21,12 @@ gives the median of those ratios over the rounds and their interquartile range.
 
 ``python -m benchmarks.broker_ab --before /work/wt/measure-before [--rounds 15]
 [--messages 20000]`` prints the table as Markdown and writes
-``benchmarks/results/broker_ab.json`` (every round's figures).
+``benchmarks/results/broker_ab.json`` (every round's figures, under ``results``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks import instructions
-from benchmarks.before_after import AFTER, check_origin
+from benchmarks.before_after import AFTER, check_origin, commit, report
 from benchmarks.bench_broker import QUEUE_COUNTS, _timed, workloads
 from benchmarks.bench_management import LAUNCHER, without_statistics
 from benchmarks.process_cpu import scheduled_seconds
@@ -145,11 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     load = os.getloadavg()
     with without_statistics() as stripped:
         measured = measure(configurations(before, stripped), args.rounds, args.messages)
-    header = {"date": began, "load": [load, os.getloadavg()], "messages": args.messages}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({**header, "rounds": measured}, indent=1) + "\n")
-    print(json.dumps(header))
-    print(table(measured))
+    header = {
+        "date": began,
+        "commits": {"before": commit(before), "after": commit(AFTER)},
+        "load": [load, os.getloadavg()],
+        "messages": args.messages,
+    }
+    report(RESULTS, header, measured, table(measured))
     return 0
 
 
