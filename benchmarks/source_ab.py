@@ -71,12 +71,15 @@ def table(pairs: list[dict[str, dict[str, Any]]]) -> str:
     ]
     by_tree = {tree: [figures(pair[tree]) for pair in pairs] for tree in ("before", "after")}
     for name in by_tree["before"][0]:
-        before = [f[name] for f in by_tree["before"]]
-        after = [f[name] for f in by_tree["after"]]
-        ratio = statistics.median(a / b for a, b in zip(after, before, strict=True))
+        before = [f.get(name, 0.0) for f in by_tree["before"]]
+        after = [f.get(name, 0.0) for f in by_tree["after"]]
+        ratios = [a / b for a, b in zip(after, before, strict=True) if b > 0]
+        ratio = f"{statistics.median(ratios):.3f}" if ratios else "-"
+        # a phase of a few milliseconds rounds to 0 in some runs: no spread to give then
+        spreads = " / ".join(f"{spread(v):.1%}" if min(v) > 0 else "-" for v in (before, after))
         lines.append(
             f"| {name} | {statistics.median(before):,.1f} | {statistics.median(after):,.1f} | "
-            f"{ratio:.3f} | {spread(before):.1%} / {spread(after):.1%} |"
+            f"{ratio} | {spreads} |"
         )
     return "\n".join(lines)
 

@@ -34,3 +34,10 @@ def test_ratios_are_of_runs_of_the_same_pair_and_spreads_of_each_trees_runs() ->
     # pair ratios 0.95, 0.98, 0.9375: median 0.95, though the medians' ratio is 15,000/16,000
     assert rows[2] == "| rows/s | 16,000.0 | 15,000.0 | 0.950 | 100.0% / 93.9% |"
     assert rows[3] == "| broker | 20.0 | 20.0 | 1.000 | 25.0% / 25.0% |"
+
+
+def test_a_phase_that_rounds_to_zero_in_a_run_has_no_spread_and_no_ratio_from_it() -> None:
+    before, after = _run(20_000, 20.0), _run(19_000, 20.0)
+    before["phases_s"], after["phases_s"] = {"getBatch": 0.0}, {"getBatch": 0.01}
+    rows = table([{"before": before, "after": after}]).splitlines()
+    assert rows[-1] == "| phase: getBatch (s) | 0.0 | 0.0 | - | - / 0.0% |"
