@@ -212,8 +212,30 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def report(path: Path, header: dict[str, Any], results: object, markdown: str) -> None:
-    """Write ``header`` and ``results`` to ``path`` as JSON; print the header and the table."""
+class Started:
+    """When a measurement began, and the load average then."""
+
+    def __init__(self) -> None:
+        self.date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        self.load = os.getloadavg()
+
+
+def report(
+    path: Path,
+    started: Started,
+    trees: dict[str, Path],
+    results: object,
+    markdown: str,
+    **settings: object,
+) -> None:
+    """Write the run's header (start, load then and now, each tree's commit, ``settings``)
+    and ``results`` to ``path`` as JSON; print the header and the table."""
+    header = {
+        "date": started.date,
+        "commits": {name: commit(root) for name, root in trees.items()},
+        "load": [started.load, os.getloadavg()],
+        **settings,
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({**header, "results": results}, indent=2) + "\n")
     print(json.dumps(header))
@@ -230,16 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = {"before": args.before.resolve(), "after": AFTER}
     for root in trees.values():
         check_origin(root)
-    load_before = os.getloadavg()
-    began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    started = Started()
     results = measure(trees, args.quick)
-    header = {
-        "date": began,
-        "commits": {tree: commit(root) for tree, root in trees.items()},
-        "load": [load_before, os.getloadavg()],
-        "rounds": ROUNDS,
-    }
-    report(RESULTS, header, results, table(results))
+    report(RESULTS, started, trees, results, table(results), rounds=ROUNDS)
     return 0
 
 

@@ -30,12 +30,11 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks import instructions
-from benchmarks.before_after import AFTER, check_origin, commit, report
+from benchmarks.before_after import AFTER, Started, check_origin, report
 from benchmarks.bench_broker import QUEUE_COUNTS, _timed, workloads
 from benchmarks.bench_management import LAUNCHER, without_statistics
 from benchmarks.process_cpu import scheduled_seconds
@@ -140,17 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = args.before.resolve()
     for tree in (before, AFTER):
         check_origin(tree)
-    began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load = os.getloadavg()
+    started = Started()
     with without_statistics() as stripped:
         measured = measure(configurations(before, stripped), args.rounds, args.messages)
-    header = {
-        "date": began,
-        "commits": {"before": commit(before), "after": commit(AFTER)},
-        "load": [load, os.getloadavg()],
-        "messages": args.messages,
-    }
-    report(RESULTS, header, measured, table(measured))
+    trees = {"before": before, "after": AFTER}
+    report(RESULTS, started, trees, measured, table(measured), messages=args.messages)
     return 0
 
 

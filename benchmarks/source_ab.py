@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.before_after import AFTER, commit, report
+from benchmarks.before_after import AFTER, Started, report
 from benchmarks.instructions import spread
 
 ONE_RUN = Path(__file__).with_name("source_one_run.py")
@@ -95,8 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "before": (args.before.resolve(), args.before_python),
         "after": (AFTER, sys.executable),
     }
-    began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    load = os.getloadavg()
+    started = Started()
     pairs: list[dict[str, dict[str, Any]]] = []
     for number in range(args.pairs):
         order = ["before", "after"] if number % 2 == 0 else ["after", "before"]
@@ -106,13 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pair[tree] = one_run(root, python, args.count)
             print(f"pair {number + 1}/{args.pairs} {tree}: {pair[tree]}", file=sys.stderr)
         pairs.append(pair)
-    header = {
-        "date": began,
-        "commits": {tree: commit(root) for tree, (root, _) in trees.items()},
-        "load": [load, os.getloadavg()],
-        "count": args.count,
-    }
-    report(RESULTS, header, pairs, table(pairs))
+    roots = {name: root for name, (root, _) in trees.items()}
+    report(RESULTS, started, roots, pairs, table(pairs), count=args.count)
     return 0
 
 
