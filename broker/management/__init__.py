@@ -6,8 +6,9 @@ AMQP reads); message rates come from samples of plain counters (``rates``), so t
 path pays a few integer increments and nothing else.
 
 The listener (``server.ManagementServer``) and everything under it (aiohttp, the Prometheus
-client: some 200 modules, a 27 MB larger heap) are imported only where a listener starts, so
-that a broker run with ``--no-management``, or embedded in a test, does not carry them.
+client: 162 modules and 17,000 objects the garbage collector tracks) are imported only where
+a listener starts, so that a broker run with ``--no-management``, or embedded in a test,
+does not carry them.
 """
 
 from .port_error import ManagementPortError
