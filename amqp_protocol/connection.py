@@ -35,7 +35,6 @@ from .versions import spec_for_header
 
 _CONTENT_HEADER = struct.Struct(">HHQ")
 _FRAME_HEAD = frames.FRAME_HEADER
-_FRAME_SIZE = struct.Struct(">I")
 _END_AND_HEAD = frames.END_AND_HEADER
 #: A content header frame's header with the class-id, weight and body size it starts with.
 _HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
@@ -217,7 +216,7 @@ class Connection:
         frame-response). Cut from ``send_content``'s bytes, so that its hot path stays one
         call and one join, and the two cannot frame a content differently."""
         whole = self.send_content(channel, method, properties, body)
-        (size,) = _FRAME_SIZE.unpack_from(whole, _FRAME_HEAD.size - _FRAME_SIZE.size)
+        _, _, size = _FRAME_HEAD.unpack_from(whole)
         return whole[frames.FRAME_OVERHEAD + size :]
 
     def send_encoded_contents(

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 
 from amqp_protocol import SPEC_0_9_1, Connection, events
 from benchmarks.common import Row, row
+from benchmarks.process_cpu import scheduled_seconds
 from tests.durability.broker_process import BrokerProcess
 
 M = SPEC_0_9_1.method
@@ -147,6 +148,14 @@ def _timed(fn: Callable[[], object], n: int) -> float:
     began = time.perf_counter()
     fn()
     return n / (time.perf_counter() - began)
+
+
+def timed_with_cpu(fn: Callable[[], object], n: int, pid: int) -> tuple[float, float]:
+    """``fn``'s rate over ``n`` messages, and the CPU microseconds per message that process
+    ``pid`` (the broker) spent meanwhile."""
+    cpu = scheduled_seconds(pid)
+    rate = _timed(fn, n)
+    return rate, (scheduled_seconds(pid) - cpu) / n * 1e6
 
 
 def _publish_and_consume(publisher: Client, consumer: Client, queues: list[str], n: int) -> None:

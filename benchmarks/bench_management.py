@@ -31,10 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import instructions
-from benchmarks.bench_broker import TIMEOUT, _timed, workloads
+from benchmarks.bench_broker import TIMEOUT, timed_with_cpu, workloads
 from benchmarks.bench_load import held
 from benchmarks.common import Row, row
-from benchmarks.process_cpu import scheduled_seconds
 from tests.durability.broker_process import BrokerProcess
 
 #: "counters": this broker with its counters but without the listener (and its imports), which
@@ -78,9 +77,7 @@ def _throughput(pid: int, port: int, n: int) -> dict[str, tuple[float, float]]:
     results = {}
     with _workloads(port, n) as figures:
         for name, fn in figures.items():
-            cpu = scheduled_seconds(pid)
-            rate = _timed(fn, n)
-            results[name] = (rate, (scheduled_seconds(pid) - cpu) / n * 1e6)
+            results[name] = timed_with_cpu(fn, n, pid)
     return results
 
 

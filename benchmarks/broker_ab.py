@@ -35,9 +35,8 @@ from pathlib import Path
 
 from benchmarks import instructions
 from benchmarks.before_after import AFTER, Started, check_origin, report
-from benchmarks.bench_broker import QUEUE_COUNTS, _timed, workloads
+from benchmarks.bench_broker import QUEUE_COUNTS, timed_with_cpu, workloads
 from benchmarks.bench_management import LAUNCHER, without_statistics
-from benchmarks.process_cpu import scheduled_seconds
 
 RESULTS = AFTER / "benchmarks" / "results" / "broker_ab.json"
 LOG = ("--log-level", "WARNING")
@@ -67,9 +66,8 @@ def scenario_figures(broker: instructions.Broker, n: int) -> dict[str, tuple[flo
     for nq in QUEUE_COUNTS:
         with workloads("127.0.0.1", broker.port, n, nq) as scenarios:
             for name, fn in scenarios.items():
-                cpu = scheduled_seconds(broker.pid)
-                rate = _timed(fn, n)
-                figures[name] = ((scheduled_seconds(broker.pid) - cpu) / n * 1e6, rate)
+                rate, cpu = timed_with_cpu(fn, n, broker.pid)
+                figures[name] = (cpu, rate)
     return figures
 
 

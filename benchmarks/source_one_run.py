@@ -104,7 +104,6 @@ def main() -> None:
                 "cpu_s_per_million": {k: round(v, 1) for k, v in per_million.items()},
                 "batches": len(progress),
                 "phases_s": durations(progress),
-                "seconds": round(args.count / rate, 2),
                 "load": f"{load}-{Path('/proc/loadavg').read_text().split()[0]}",
             }
         ),
