@@ -267,6 +267,39 @@ def _uri(value: str) -> str:
 URI = Parser(URI_ACCEPTED, _uri, redact=True)
 
 
+ADDRESSES_ACCEPTED = (
+    "comma-separated host:port pairs such as 'node1:5672,node2:5672,node3:5672' (a port "
+    "left out is the uri's; IPv6 hosts in brackets: '[::1]:5672'; ports 1-65535)"
+)
+
+
+def _addresses(value: str) -> str:
+    """Comma-separated ``host[:port]``; the ports default to the uri's (see
+    ``with_addresses``)."""
+    from amqp_spark.client.addresses import parse_addresses
+
+    try:
+        parse_addresses(value, 5672)
+    except ValueError as e:
+        raise Refused(str(e)) from None
+    return value.strip()
+
+
+ADDRESSES = Parser(ADDRESSES_ACCEPTED, _addresses)
+
+
+def with_addresses(uri: str, addresses: str | None) -> str:
+    """The URL the client connects with: ``uri`` itself, or with ``addresses`` (the option,
+    checked) instead of its host and port, every one named (see ``client.addresses``)."""
+    from amqp_spark.client import addresses as hosts
+
+    if addresses is None:
+        return uri
+    parts = urlsplit(uri)
+    default_port = parts.port or (5671 if parts.scheme == "amqps" else 5672)
+    return hosts.with_addresses(uri, hosts.parse_addresses(addresses, default_port))
+
+
 def redact_uri(uri: str) -> str:
     """The URI with its password replaced, for messages and logs."""
     try:

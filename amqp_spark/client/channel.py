@@ -561,6 +561,22 @@ class Channel:
         if failure is not None:
             raise failure
 
+    def settled_below(self) -> int:
+        """Confirm mode: every message with a lower sequence number was acked or nacked (some
+        above it may be too). Once the connection is lost, the messages from this one on
+        are those the broker may not have stored; ``take_publish_failure`` tells whether it
+        refused any of the others."""
+        with self._lock:
+            if self._confirms is None:
+                raise ClientError("settled_below needs confirm_select() first")
+            return self._confirms.settled_below
+
+    def take_publish_failure(self) -> ClientError | None:
+        """What was nacked or returned since the last ``wait_for_confirms`` (then
+        forgotten), as the error it would raise; None when nothing was."""
+        with self._lock:
+            return None if self._confirms is None else self._confirms.take_failure()
+
     def _wake_publishers(self) -> None:
         """The connection was blocked or unblocked: publishers waiting for room re-check."""
         with self._lock:

@@ -31,6 +31,11 @@ class ConfirmTracker:
         self._returned: list[ReturnedMessage] = []
 
     @property
+    def settled_below(self) -> int:
+        """Every sequence number below this one is settled (some above it may be too)."""
+        return self._low
+
+    @property
     def outstanding(self) -> int:
         return self._next - self._low - len(self._early)
 

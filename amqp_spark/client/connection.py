@@ -11,6 +11,7 @@ thread never sends while it holds a channel's condition.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import platform
 import select
@@ -36,9 +37,10 @@ from amqp_protocol.events import (
 from amqp_protocol.handshake import Handshake, State
 
 from . import sasl
+from .addresses import rotation_for
 from .channel import Channel
-from .exceptions import AMQPConnectionError, ClientError, ConnectionClosed
-from .parameters import ConnectionParameters, parse_url
+from .exceptions import AMQPConnectionError, ClientError, ConnectionClosed, NoNodeAnswered
+from .parameters import ConnectionParameters, parse_url_hosts
 
 log = logging.getLogger(__name__)
 
@@ -69,9 +71,27 @@ def connect(
     client_properties: dict[str, Any] | None = None,
     spec: Spec = SPEC_0_9_1,
 ) -> Connection:
-    """Open a connection to the broker at ``url`` (see ``parameters.parse_url``)."""
-    params = parse_url(url, ssl_context=ssl_context)
-    return Connection(params, client_properties=client_properties, spec=spec)
+    """Open a connection to the broker at ``url`` (see ``parameters.parse_url``).
+
+    A URL naming several hosts (see ``addresses``) gets a connection to the first of them
+    that answers, in the order this process's rotation of them gives; a connection lost
+    later moves the rotation on to the next host. ``NoNodeAnswered`` when none answers."""
+    targets = parse_url_hosts(url, ssl_context=ssl_context)
+    if len(targets) == 1:
+        return Connection(targets[0], client_properties=client_properties, spec=spec)
+    by_address = {params.address: params for params in targets}
+    rotation = rotation_for(by_address)
+    failures: list[tuple[str, BaseException]] = []
+    for address in rotation.order():
+        try:
+            conn = Connection(by_address[address], client_properties=client_properties, spec=spec)
+        except AMQPConnectionError as e:
+            failures.append((str(address), e))
+            continue
+        rotation.answered(address)
+        conn.on_lost = functools.partial(rotation.lost, address)
+        return conn
+    raise NoNodeAnswered(failures)
 
 
 class Connection:
@@ -104,6 +124,9 @@ class Connection:
         self._channels: dict[int, Channel] = {}
         self._error: ConnectionClosed | None = None
         self._close_ok = threading.Event()
+        #: Called (on whichever thread finds out) when the connection ends other than by
+        #: our close(): the network failed or the server closed it.
+        self.on_lost: Callable[[], None] | None = None
         self._last_sent = self._last_received = time.monotonic()
         for _ in range(MAX_REDIRECTS + 1):
             self._sock = self._open_socket()
@@ -390,7 +413,7 @@ class Connection:
                         self.params.redacted_url(),
                     )
                 self._close_ok.set()  # nothing more can come: close() need not wait
-                self._fail(ConnectionClosed(200, "closed by the client"))
+                self._fail(ConnectionClosed(200, "closed by the client"), lost=False)
             else:
                 self._fail(ConnectionClosed(0, "connection lost: the server closed the socket"))
             return False
@@ -495,8 +518,9 @@ class Connection:
                 return None
             return self._handshake.close(reply_code, reply_text, class_id, method_id)
 
-    def _fail(self, error: ConnectionClosed) -> None:
-        """Record why the connection ended, wake every waiter, drop the socket. Idempotent."""
+    def _fail(self, error: ConnectionClosed, lost: bool = True) -> None:
+        """Record why the connection ended, wake every waiter, drop the socket; ``lost``
+        unless our close() ended it. Idempotent."""
         with self._state:
             if self._error is not None:
                 return
@@ -508,6 +532,8 @@ class Connection:
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
+        if lost and self.on_lost is not None:
+            self.on_lost()
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Close cleanly: connection.close, then wait (at most ``timeout``) for close-ok."""
@@ -523,7 +549,7 @@ class Connection:
                     )
             except ClientError:
                 pass
-            self._fail(ConnectionClosed(200, "closed by the client"))
+            self._fail(ConnectionClosed(200, "closed by the client"), lost=False)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 

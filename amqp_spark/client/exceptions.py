@@ -49,6 +49,16 @@ class AMQPConnectionError(ConnectionClosed):
     """The connection could not be established: refused, timed out, TLS, authentication."""
 
 
+class NoNodeAnswered(AMQPConnectionError):
+    """None of several addresses could be connected to; ``failures`` holds each address
+    (``host:port``) tried and its error, in the order tried."""
+
+    def __init__(self, failures: Sequence[tuple[str, BaseException]]) -> None:
+        self.failures = list(failures)
+        why = "; ".join(f"{address}: {error}" for address, error in self.failures)
+        super().__init__(0, f"no node answered ({len(self.failures)} tried): {why}")
+
+
 class ChannelClosed(_Closed):
     """The server closed the channel (a soft error such as 404 NOT_FOUND), or we did."""
 

@@ -5,17 +5,22 @@ parameters its clients define (https://www.rabbitmq.com/docs/uri-query-parameter
 ``heartbeat`` (seconds), ``connection_timeout`` (milliseconds), ``frame_max``,
 ``channel_max``, ``auth_mechanism``, and for ``amqps`` ``cacertfile``, ``certfile``,
 ``keyfile``, ``verify`` (``verify_peer`` / ``verify_none``), ``server_name_indication``.
+
+A URL may name several hosts (``amqp://user@node1:5672,node2:5672/vhost``, see
+``addresses``): ``parse_url_hosts`` gives the parameters of each.
 """
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from amqp_protocol import frames
+
+from .addresses import Address, split_hosts
 
 DEFAULT_PORTS = {"amqp": 5672, "amqps": 5671}
 DEFAULT_FRAME_MAX = 131072
@@ -53,6 +58,10 @@ class ConnectionParameters:
     server_hostname: str | None = None  #: TLS SNI and the name the certificate must match
 
     @property
+    def address(self) -> Address:
+        return Address(self.host, self.port)
+
+    @property
     def scheme(self) -> str:
         return "amqp" if self.ssl_context is None else "amqps"
 
@@ -62,11 +71,35 @@ class ConnectionParameters:
         return f"{self.scheme}://{self.username}@{self.host}:{self.port}/{vhost}"
 
 
+def parse_url_hosts(
+    url: str, *, ssl_context: ssl.SSLContext | None = None
+) -> tuple[ConnectionParameters, ...]:
+    """The parameters of each host ``url`` names, in order (one for an ordinary URL). Each
+    host's TLS server name is its own unless ``server_name_indication`` names one."""
+    first, addresses = split_hosts(url)
+    params = parse_url(first, ssl_context=ssl_context)
+    if addresses is None:
+        return (params,)
+    named = any(name == "server_name_indication" for name, _ in parse_qsl(urlsplit(url).query))
+    return tuple(
+        replace(
+            params,
+            host=a.host,
+            port=a.port,
+            server_hostname=params.server_hostname if named else a.host,
+        )
+        for a in addresses
+    )
+
+
 def parse_url(url: str, *, ssl_context: ssl.SSLContext | None = None) -> ConnectionParameters:
-    """Parse an AMQP URI. ``ssl_context`` (amqps only) replaces the context the TLS query
-    parameters would build. Raises ValueError naming what is wrong, never the password."""
+    """Parse an AMQP URI of one host. ``ssl_context`` (amqps only) replaces the context the
+    TLS query parameters would build. Raises ValueError naming what is wrong, never the
+    password."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
+    if "," in parts.netloc.rpartition("@")[2]:
+        raise ValueError("the URL names several hosts: parse it with parse_url_hosts")
     if scheme not in DEFAULT_PORTS:
         raise ValueError(f"unsupported URL scheme {parts.scheme!r}: use amqp:// or amqps://")
     try:

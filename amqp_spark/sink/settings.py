@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from amqp_spark.options import (
+    ADDRESSES,
     ANY_STRING,
     BOOLEAN,
     URI,
@@ -15,6 +16,7 @@ from amqp_spark.options import (
     one_of,
     option,
     parse_options,
+    with_addresses,
 )
 
 #: AMQP delivery-mode values by the names the ``deliveryMode`` option accepts.
@@ -26,13 +28,25 @@ class SinkSettings:
     """The parsed options of one write: one field per option. Picklable: it travels to the
     executors."""
 
-    uri: str = option(
+    uri: str = option(  # parsed: with ``addresses`` as its hosts (see ``parse``)
         "uri",
         URI,
         required=True,
         doc="as for the source",
         details="`amqp://user:password@host:port/vhost` or `amqps://...`; query parameters as "
         "RabbitMQ URIs define them (`heartbeat`, `connection_timeout`, ...)",
+    )
+    addresses: str | None = option(
+        "addresses",
+        ADDRESSES,
+        default_doc="the `uri`'s host",
+        doc="as for the source: a task whose connection is lost publishes what was not "
+        "confirmed again on the next node",
+        details="comma-separated `host:port` of a cluster's nodes, as for the source. A task "
+        "whose connection is lost reconnects to the next address that answers and publishes "
+        "again every message the broker had not confirmed (under the same `message_id`); it "
+        "fails only when no address answers within `maxReconnectAttempts`. See "
+        "docs/cluster.md.",
     )
     exchange: str | None = option(
         "exchange",
@@ -87,6 +101,16 @@ class SinkSettings:
         doc="unconfirmed messages a task may have outstanding",
         details="unconfirmed messages a task may have outstanding before it waits",
     )
+    max_reconnect_attempts: int = option(
+        "maxReconnectAttempts",
+        integers(0, 100),
+        default=5,
+        doc="reconnects of a task (0.5 s to 8 s apart) before it fails; each tries every address",
+        details="connection attempts of a task after the first, with a doubling pause from "
+        "0.5 s to 8 s, each trying every address; then the task fails naming every address "
+        "and why. Needs `confirm` to publish again what the lost connection had not "
+        "confirmed: without confirms a lost connection fails the task.",
+    )
     ignore_extra_columns: bool = option(
         "ignoreExtraColumns",
         BOOLEAN,
@@ -98,4 +122,6 @@ class SinkSettings:
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SinkSettings:
         values, _ = parse_options(raw, declared_options(cls), side="sink")
+        # The URL the client connects with: with ``addresses``, every address is a host.
+        values["uri"] = with_addresses(values["uri"], values["addresses"])
         return cls(**values)

@@ -15,35 +15,35 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: Seconds between attempts: doubling from the first, capped at the last.
-BACKOFF_FIRST, BACKOFF_MAX = 0.5, 8.0
-
 
 class BrokerUnavailable(RuntimeError):
     """The broker could not be reached within the allowed attempts."""
 
 
 def open_with_retry(
-    uri: str, attempts: int, purpose: str, setup: Callable[[Connection], T]
+    uri: str,
+    attempts: int,
+    purpose: str,
+    setup: Callable[[Connection], T],
+    sleep: Callable[[float], None] = time.sleep,
 ) -> tuple[Connection, T]:
     """A connection to ``uri`` and what ``setup`` (declares, consumers) made on it, trying
-    ``1 + attempts`` times with a doubling pause.
+    ``1 + attempts`` times with a doubling pause (``client.backoff``; ``sleep`` waits).
 
+    A ``uri`` naming several hosts (the ``addresses`` option) tries each of them in one
+    attempt, from the one this process's rotation puts first (``client.addresses``).
     Tried again: a broker that cannot be reached or drops the connection during ``setup``,
     and a queue the broker cannot serve yet (``QueueUnavailable``: RabbitMQ answers so for a
-    moment after a restart). Any other error of ``setup`` is final. Never waits forever: the
-    client bounds each attempt with its ``connection_timeout`` and the number of attempts is
-    bounded here. The error names the broker (password redacted), the attempts and the last
-    cause.
+    moment after a restart, and while a quorum queue elects a leader). Any other error of
+    ``setup`` is final. Never waits forever: the client bounds each connection attempt with
+    its ``connection_timeout`` and the number of attempts is bounded here. The error names
+    the broker(s) (password redacted), the attempts and the last cause, which names every
+    address tried and why it failed.
     """
-    from amqp_spark.client import ChannelClosed, ClientError, connect
+    from amqp_spark.client import ChannelClosed, ClientError, backoff, connect
 
-    pause = BACKOFF_FIRST
     last_error: BaseException | None = None
-    for attempt in range(attempts + 1):
-        if attempt:
-            time.sleep(pause)
-            pause = min(pause * 2, BACKOFF_MAX)
+    for _ in backoff.attempts(attempts, sleep):
         try:
             conn = connect(uri, client_properties={"connection_name": f"amqp-spark {purpose}"})
         except (ClientError, OSError) as e:
@@ -63,8 +63,8 @@ def open_with_retry(
     what = "use" if isinstance(last_error, QueueUnavailable) else "connect to"
     raise BrokerUnavailable(
         f"amqp source ({purpose}): cannot {what} {redact_uri(uri)} after {attempts + 1} "
-        f"attempt(s): {last_error}. Check the 'uri' option and that the broker is up; "
-        "'maxReconnectAttempts' sets how often to retry."
+        f"attempt(s): {last_error}. Check the 'uri' and 'addresses' options and that the "
+        "broker is up; 'maxReconnectAttempts' sets how often to retry."
     ) from last_error
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from amqp_spark.options import (
+    ADDRESSES,
     BOOLEAN,
     NAMES,
     STRING,
@@ -30,6 +31,7 @@ from amqp_spark.options import (
     option,
     parse_options,
     raw_value,
+    with_addresses,
 )
 from amqp_spark.source import starting
 from amqp_spark.source.limits import Limits
@@ -117,7 +119,7 @@ class SourceOptions:
     """The parsed, cross-checked options of one ``load()``: one field per option, declared
     with its parser, default and documentation (the README's table is made from these)."""
 
-    uri: str = option(
+    uri: str = option(  # parsed: with ``addresses`` as its hosts (see ``parse``)
         "uri",
         SOURCE_URI,
         required=True,
@@ -129,6 +131,20 @@ class SourceOptions:
         details="`amqp://user:password@host:port/vhost` or `amqps://...`; query parameters "
         "`heartbeat`, `frame_max`, `channel_max`, `connection_timeout` as RabbitMQ URIs "
         "define them. Passwords are redacted in errors.",
+    )
+    addresses: str | None = option(
+        "addresses",
+        ADDRESSES,
+        default_doc="the `uri`'s host",
+        doc="the nodes of a RabbitMQ cluster, `host:port,host:port`: the first that answers "
+        "is used, the next when its connection is lost; the `uri` still gives user, password, "
+        "vhost and TLS",
+        details="comma-separated `host:port` (a port left out is the `uri`'s; IPv6 as "
+        "`[::1]:5672`), used instead of the `uri`'s host and port, which still gives user, "
+        "password, vhost, TLS and query parameters. A connection goes to the first address "
+        "that answers and, when it is lost, to the next; one attempt of "
+        "`maxReconnectAttempts` tries every address. Errors name each address tried and why "
+        "it failed. See docs/cluster.md.",
     )
     queues: tuple[str, ...] = option(
         "queue",
@@ -306,9 +322,11 @@ class SourceOptions:
         "maxReconnectAttempts",
         integers(0, 100),
         default=5,
-        doc="reconnects (0.5 s to 8 s apart) before the query fails naming the broker",
+        doc="reconnects (0.5 s to 8 s apart) before the query fails naming the broker; "
+        "with `addresses` each tries every address",
         details="connection attempts after the first, with a doubling pause from 0.5 s to 8 s; "
-        "then the query fails with the broker named.",
+        "then the query fails with the broker named. With `addresses`, one attempt tries "
+        "every address in turn (no pause between them).",
     )
     rows_per_partition: int = option(
         "rowsPerPartition",
@@ -362,6 +380,9 @@ class SourceOptions:
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SourceOptions:
         values, given = parse_options(raw, declared_options(cls), side="source")
+        # The URL the client connects with, carried to every connection the source opens
+        # (driver and executors): with ``addresses``, every address is one of its hosts.
+        values["uri"] = with_addresses(values["uri"], values["addresses"])
         parsed = cls(**values, given=given)
         if bool(parsed.queues) == (parsed.exchange is not None):
             raise OptionError(

@@ -35,6 +35,7 @@ from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.resume import resuming
 from amqp_spark.source.starting import Exactly, First, Last, Next, QueueStart
 from amqp_spark.stream_filter import rabbitmq_without_filtering
 
@@ -313,6 +314,12 @@ def _pieces(
 
 
 def read_range(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
+    """``read_range_once``, read on from the offset after the last row yielded when its
+    connection is lost (on another node of ``addresses``; see ``resume``)."""
+    return resuming(part, read_range_once)
+
+
+def read_range_once(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
     """The messages at offsets ``[start, end)`` of a stream queue, as record batches.
 
     The read ends at the first delivery at or after ``stop_at``, an offset the driver saw

@@ -187,8 +187,9 @@ class RabbitMQCluster:
         while time.monotonic() < deadline:
             if self._epmd.poll() is not None:
                 raise RabbitMQUnavailable(f"epmd exited with code {self._epmd.returncode}")
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.epmd_port), timeout=1
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.epmd_port), timeout=1),
             ):
                 return
             time.sleep(0.1)
