@@ -290,6 +290,10 @@ class RabbitMQNode:
     def start(self) -> None:
         self._dir, self._node_dir = self.install.temporary_directory()
         self._write_config()
+        self._boot()
+
+    def _boot(self) -> None:
+        """Start the server on the node's directory as it is and wait until it answers."""
         began = time.monotonic()
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(

@@ -19,7 +19,9 @@ Use::
         cluster.addresses     # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3", the connector's option
         cluster.url           # node 1's amqp:// URL (user, password, vhost)
         cluster.ports         # the nodes' AMQP ports, node 1 first
+        cluster.node_serving("amqp-spark sink")  # the node a client's connection is on
         cluster.kill(cluster.nodes[0])  # kill -9 of node 1's Erlang VM
+        cluster.revive_killed()         # node 1 back, on its state: three nodes again
 
 The tests' fixture is ``rabbitmq_cluster`` in ``tests/cluster/conftest.py`` (one cluster a
 session).
@@ -109,6 +111,12 @@ class ClusterNode(RabbitMQNode):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=10)
 
+    def revive(self) -> None:
+        """Start the killed node again on its directory: it recovers its state and rejoins
+        the cluster by itself (its quorum queue and stream members catch up)."""
+        self._boot()
+        self.killed = False
+
 
 class RabbitMQCluster:
     """``size`` nodes of ``install`` forming one cluster; see the module docstring."""
@@ -151,9 +159,31 @@ class RabbitMQCluster:
     def alive(self) -> list[ClusterNode]:
         return [node for node in self.nodes if not node.killed]
 
+    def node_serving(self, connection_name: str) -> ClusterNode | None:
+        """The live node that serves a client connection whose ``connection_name`` client
+        property is ``connection_name`` (the connector names its connections: "amqp-spark
+        sink", "amqp-spark stream consumer", ...), None when none does."""
+        listed = self.alive()[-1].ctl(
+            "list_connections", "port", "client_properties", "--formatter", "json"
+        )
+        by_port = {node.port: node for node in self.alive()}
+        for connection in json.loads(listed):
+            properties = {name: value for name, _, value in connection["client_properties"]}
+            if properties.get("connection_name") == connection_name:
+                return by_port.get(connection["port"])
+        return None
+
     def kill(self, node: ClusterNode) -> None:
         """``kill -9`` of ``node``'s Erlang VM (see ``ClusterNode.kill``)."""
         node.kill()
+
+    def revive_killed(self) -> None:
+        """Start every killed node again and wait until the cluster has them all running:
+        what a test that killed one does at its end, so the next has the whole cluster."""
+        for node in self.nodes:
+            if node.killed:
+                node.revive()
+        self._wait_for_members(time.monotonic() + self.start_timeout)
 
     def start(self) -> None:
         began = time.monotonic()
@@ -219,8 +249,9 @@ class RabbitMQCluster:
         running: set[str] = set()
         while time.monotonic() < deadline:
             if all(amqp_handshake("127.0.0.1", node.port) for node in self.nodes):
-                status = self.nodes[0].ctl("cluster_status", "--formatter", "json")
-                running = set(_running_nodes(status))
+                with contextlib.suppress(subprocess.SubprocessError):
+                    status = self.nodes[0].ctl("cluster_status", "--formatter", "json")
+                    running = set(_running_nodes(status))
                 if running == expected:
                     return
             time.sleep(0.5)

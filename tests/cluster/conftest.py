@@ -1,0 +1,35 @@
+"""The RabbitMQ 4 cluster of the cluster tests: three private nodes formed once a session
+(see tests/support/rabbitmq_cluster.py), every node running again after each test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import fixtures
+from tests.support.rabbitmq import RabbitMQUnavailable, find_rabbitmq, missing_rabbitmq
+from tests.support.rabbitmq_cluster import RabbitMQCluster
+
+
+@pytest.fixture(scope="session")
+def session_cluster() -> Iterator[RabbitMQCluster]:
+    """The session's cluster. When none can be formed the tests that need it fail in CI and
+    skip elsewhere, with the reason."""
+    install = find_rabbitmq(4)
+    if install is None:
+        fixtures._fail_in_ci_else_skip(f"no RabbitMQ cluster: {missing_rabbitmq(4)}")
+    cluster = RabbitMQCluster(install)
+    try:
+        cluster.start()
+    except RabbitMQUnavailable as e:
+        fixtures._fail_in_ci_else_skip(f"no RabbitMQ cluster: {e}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def rabbitmq_cluster(session_cluster: RabbitMQCluster) -> Iterator[RabbitMQCluster]:
+    """The session's cluster, whole: a node the test killed is started again after it."""
+    yield session_cluster
+    session_cluster.revive_killed()
