@@ -71,11 +71,13 @@ def open_with_retry(
 class QueueUnavailable(RuntimeError):
     """A queue the broker has but cannot serve yet: RabbitMQ answers 404 "home node ... is
     down or inaccessible" for a durable queue whose node is still recovering it (measured:
-    a stream queue, for a moment after ``rabbitmqctl start_app``)."""
+    a stream queue, for a moment after ``rabbitmqctl start_app``), and 406 "stream queue
+    ... does not have a running replica on the local node" for a stream whose replica on
+    the node is restarting (measured: 4.0.5, seconds after its leader's node was killed)."""
 
 
-#: RabbitMQ's reply text for a queue that exists but is not available yet.
-_RECOVERING = "down or inaccessible"
+#: RabbitMQ's reply texts for a queue that exists but is not available yet.
+_RECOVERING = ("down or inaccessible", "does not have a running replica")
 
 
 #: Reply codes of a queue the server refuses to let us use as asked.
@@ -93,7 +95,9 @@ def using_queue(queue: str, queue_type: str) -> Iterator[None]:
     try:
         yield
     except ChannelClosed as e:
-        if e.reply_code == _NOT_FOUND and _RECOVERING in e.reply_text:
+        if e.reply_code in (_NOT_FOUND, _PRECONDITION_FAILED) and any(
+            text in e.reply_text for text in _RECOVERING
+        ):
             raise QueueUnavailable(f"queue {queue!r}: the broker says: {e.reply_text}") from e
         if e.reply_code == _NOT_FOUND:
             raise OptionError(
