@@ -304,17 +304,26 @@ class ClassicConsumers:
 
         While deliveries stream in, sleep between drains (the I/O thread has the GIL to
         itself); after a silence, block on a channel so the first delivery ends the wait.
+        A connection lost meanwhile is replaced (the next node of ``addresses``) and the
+        wait goes on there: what the lost one held comes again, and an AvailableNow run
+        must not end before it has.
         """
+        from amqp_spark.client import ClientError
+
         idle_since = time.monotonic()
         deadline = idle_since + _WAIT_BOUND
         for _ in range(int(_WAIT_BOUND / _DRAIN_SLICE)):  # the idle timeout ends it first
+            if self._conn is None:
+                self.ensure_open()
+                idle_since = time.monotonic()
             streaming = self._receive() > 0
+            if self._conn is None:
+                continue
             if streaming:
                 idle_since = time.monotonic()
             waiting_on = self._queues_that_can_deliver()
             if (
-                self._conn is None
-                or self._buffered() >= (wanted or self.half_windows())
+                self._buffered() >= (wanted or self.half_windows())
                 or not waiting_on
                 or time.monotonic() > deadline
             ):
@@ -327,7 +336,11 @@ class ClassicConsumers:
                 time.sleep(_DRAIN_SLICE)
                 continue
             consumer = self._consumers[waiting_on[0]]
-            d = consumer.channel.next_delivery(timeout=_WAIT_SLICE)
+            try:
+                d = consumer.channel.next_delivery(timeout=_WAIT_SLICE)
+            except ClientError:
+                self._drop_connection()  # replaced at the top of the loop
+                continue
             if d is not None:
                 consumer.take([d])
                 idle_since = time.monotonic()

@@ -1,5 +1,6 @@
 """The RabbitMQ 4 cluster of the cluster tests: three private nodes formed once a session
-(see tests/support/rabbitmq_cluster.py), every node running again after each test."""
+(see tests/support/rabbitmq_cluster.py), every node running again after each test. And, for
+the tests that need no cluster, two "nodes" that are proxies of the bundled broker."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
 from tests.support.rabbitmq import RabbitMQUnavailable, find_rabbitmq, missing_rabbitmq
 from tests.support.rabbitmq_cluster import RabbitMQCluster
@@ -33,3 +35,20 @@ def rabbitmq_cluster(session_cluster: RabbitMQCluster) -> Iterator[RabbitMQClust
     """The session's cluster, whole: a node the test killed is started again after it."""
     yield session_cluster
     session_cluster.revive_killed()
+
+
+@pytest.fixture
+def node_proxies(bundled_broker_url: str) -> Iterator[tuple[RecordingProxy, RecordingProxy]]:
+    """Two "nodes": proxies of the bundled broker; closing one plays its node dying (its
+    connections end, new ones are refused)."""
+    with RecordingProxy(bundled_broker_url) as first, RecordingProxy(bundled_broker_url) as second:
+        yield first, second
+
+
+def port_of(proxy: RecordingProxy) -> int:
+    return int(proxy.url.rsplit(":", 1)[1].split("/")[0])
+
+
+def addresses_of(*ports: int) -> str:
+    """The ``addresses`` option naming ``ports`` of 127.0.0.1."""
+    return ",".join(f"127.0.0.1:{port}" for port in ports)

@@ -9,7 +9,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -26,6 +26,7 @@ from amqp_spark.source.connecting import BrokerUnavailable, open_with_retry
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, read_range
+from tests.cluster.conftest import addresses_of, port_of
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support.rabbitmq import free_port
 
@@ -107,21 +108,6 @@ def test_the_rotation_keeps_the_node_that_answered_and_moves_on_when_it_is_lost(
 def refusing_port() -> int:
     """A port of 127.0.0.1 nothing listens on: connecting is refused at once."""
     return free_port()
-
-
-@pytest.fixture
-def node_proxies(bundled_broker_url: str) -> Iterator[tuple[RecordingProxy, RecordingProxy]]:
-    """Two "nodes": proxies of the bundled broker, each closed to play a node dying."""
-    with RecordingProxy(bundled_broker_url) as first, RecordingProxy(bundled_broker_url) as second:
-        yield first, second
-
-
-def port_of(proxy: RecordingProxy) -> int:
-    return int(proxy.url.rsplit(":", 1)[1].split("/")[0])
-
-
-def addresses_of(*ports: int) -> str:
-    return ",".join(f"127.0.0.1:{port}" for port in ports)
 
 
 def url_with(url: str, addresses: str) -> str:
