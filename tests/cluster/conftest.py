@@ -4,10 +4,13 @@ the tests that need no cluster, two "nodes" that are proxies of the bundled brok
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import uuid
+from collections.abc import Iterator, Sequence
 
 import pytest
 
+from amqp_spark.client import Channel, connect
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
 from tests.support.rabbitmq import RabbitMQUnavailable, find_rabbitmq, missing_rabbitmq
@@ -52,3 +55,21 @@ def port_of(proxy: RecordingProxy) -> int:
 def addresses_of(*ports: int) -> str:
     """The ``addresses`` option naming ``ports`` of 127.0.0.1."""
     return ",".join(f"127.0.0.1:{port}" for port in ports)
+
+
+@contextlib.contextmanager
+def bundled_queue(
+    url: str, arguments: dict[str, str] | None = None, bodies: Sequence[bytes] = ()
+) -> Iterator[tuple[Channel, str]]:
+    """A new durable queue on the broker at ``url`` holding ``bodies`` (confirmed), and a
+    channel to look at it with; the queue is deleted at the end."""
+    queue = f"failover-{uuid.uuid4().hex[:8]}"
+    with connect(url) as conn:
+        ch = conn.channel()
+        ch.queue_declare(queue, durable=True, arguments=arguments)
+        ch.confirm_select()
+        for body in bodies:
+            ch.basic_publish("", queue, body)
+        ch.wait_for_confirms(timeout=60)
+        yield ch, queue
+        ch.queue_delete(queue)

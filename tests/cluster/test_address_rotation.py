@@ -8,7 +8,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Callable
 
 import pytest
@@ -26,7 +25,7 @@ from amqp_spark.source.connecting import BrokerUnavailable, open_with_retry
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, read_range
-from tests.cluster.conftest import addresses_of, port_of
+from tests.cluster.conftest import addresses_of, bundled_queue, port_of
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support.rabbitmq import free_port
 
@@ -203,10 +202,7 @@ def test_the_sink_publishes_what_was_not_confirmed_again_on_the_next_node(
     node_proxies: tuple[RecordingProxy, RecordingProxy], bundled_broker_url: str
 ) -> None:
     first, second = node_proxies
-    queue = f"failover-{uuid.uuid4().hex[:8]}"
-    with connect(bundled_broker_url) as conn:
-        ch = conn.channel()
-        ch.queue_declare(queue, durable=True)
+    with bundled_queue(bundled_broker_url) as (ch, queue):
         settings = SinkSettings.parse(
             {"uri": first.url, "addresses": addresses_of(port_of(first), port_of(second))}
         )
@@ -224,7 +220,6 @@ def test_the_sink_publishes_what_was_not_confirmed_again_on_the_next_node(
         got = set()
         while (d := ch.basic_get(queue, no_ack=True)) is not None:
             got.add(d.properties.message_id)
-        ch.queue_delete(queue)
     assert got == set(ids)
     assert second.methods_sent(), "nothing was published through the second node"
 
@@ -233,15 +228,9 @@ def test_a_stream_range_read_goes_on_from_its_last_row_on_the_next_node(
     node_proxies: tuple[RecordingProxy, RecordingProxy], bundled_broker_url: str
 ) -> None:
     first, second = node_proxies
-    queue = f"failover-stream-{uuid.uuid4().hex[:8]}"
     count = ROWS_PER_RECORD_BATCH + 5000
-    with connect(bundled_broker_url) as conn:
-        ch = conn.channel()
-        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
-        ch.confirm_select()
-        for i in range(count):
-            ch.basic_publish("", queue, str(i).encode())
-        ch.wait_for_confirms(timeout=60)
+    sent = [str(i).encode() for i in range(count)]
+    with bundled_queue(bundled_broker_url, {"x-queue-type": "stream"}, sent) as (_, queue):
         part = StreamRangePartition(
             uri=url_with(first.url, addresses_of(port_of(first), port_of(second))),
             queue=queue,
@@ -256,7 +245,6 @@ def test_a_stream_range_read_goes_on_from_its_last_row_on_the_next_node(
             offsets, bodies = batch.column("offset").to_pylist(), batch.column("body").to_pylist()
             rows += zip(offsets, bodies, strict=True)
             first.close()  # after the first batch: the node dies mid-read
-        ch.queue_delete(queue)
 
-    assert rows == [(i, str(i).encode()) for i in range(count)]
+    assert rows == list(enumerate(sent))
     assert second.methods_sent(), "the read did not go on through the second node"

@@ -8,13 +8,10 @@ there would ack messages Spark has not committed, and lose them if the query the
 
 from __future__ import annotations
 
-import uuid
-
-from amqp_spark.client import connect
 from amqp_spark.source.classic import ClassicConsumers
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.options import SourceOptions
-from tests.cluster.conftest import addresses_of, port_of
+from tests.cluster.conftest import addresses_of, bundled_queue, port_of
 from tests.spark.recording_proxy import RecordingProxy
 
 EVERYTHING = Limits()
@@ -24,14 +21,8 @@ def test_a_commit_of_the_dead_connections_batch_acks_nothing_on_the_next_node(
     node_proxies: tuple[RecordingProxy, RecordingProxy], bundled_broker_url: str
 ) -> None:
     first, second = node_proxies
-    queue = f"classic-failover-{uuid.uuid4().hex[:8]}"
-    with connect(bundled_broker_url) as conn:
-        ch = conn.channel()
-        ch.queue_declare(queue)
-        ch.confirm_select()
-        for i in range(10):
-            ch.basic_publish("", queue, f"m{i}".encode())
-        ch.wait_for_confirms(timeout=30)
+    sent = [f"m{i}".encode() for i in range(10)]
+    with bundled_queue(bundled_broker_url, bodies=sent) as (ch, queue):
         options = SourceOptions.parse(
             {
                 "uri": first.url,
@@ -44,9 +35,7 @@ def test_a_commit_of_the_dead_connections_batch_acks_nothing_on_the_next_node(
         try:
             start = consumers.start_offset()
             read = consumers.latest(start, EVERYTHING, wait=True)
-            assert [d.body for _, ds in consumers.batch(start, read) for d in ds] == [
-                f"m{i}".encode() for i in range(10)
-            ]
+            assert [d.body for _, ds in consumers.batch(start, read) for d in ds] == sent
 
             first.close()  # its node dies before Spark commits the batch
             again = consumers.latest(read, EVERYTHING, wait=True)
@@ -56,10 +45,7 @@ def test_a_commit_of_the_dead_connections_batch_acks_nothing_on_the_next_node(
             consumers.close()  # the broker requeues whatever is unacked
 
         assert again.connection != read.connection
-        assert [(d.body, d.redelivered) for d in redelivered] == [
-            (f"m{i}".encode(), True) for i in range(10)
-        ]
+        assert [(d.body, d.redelivered) for d in redelivered] == [(body, True) for body in sent]
         assert second.methods_sent(), "the consumer did not move to the second node"
         ready = ch.queue_declare(queue, passive=True).message_count
-        ch.queue_delete(queue)
     assert ready == 10, "the commit of the dead connection's batch acked messages on the new one"
