@@ -13,15 +13,18 @@ The nodes start at once; nodes 2 and 3 then join node 1 (``rabbitmqctl stop_app`
 ``join_cluster <node 1>``, ``start_app``). Every wait is bounded, and ``stop()`` stops every
 node and the epmd and removes their directories, however the test ended.
 
-Use::
+Use (``find_rabbitmq(4)`` gives the install)::
 
-    with rabbitmq_cluster() as cluster:
+    with RabbitMQCluster(install) as cluster:
         cluster.addresses     # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3", the connector's option
         cluster.url           # node 1's amqp:// URL (user, password, vhost)
         cluster.ports         # the nodes' AMQP ports, node 1 first
         cluster.node_serving("amqp-spark sink")  # the node a client's connection is on
         cluster.kill(cluster.nodes[0])  # kill -9 of node 1's Erlang VM
         cluster.revive_killed()         # node 1 back, on its state: three nodes again
+        cluster.nodes[1].url, cluster.nodes[1].ctl("list_queues")  # one node, its rabbitmqctl
+
+``RabbitMQCluster(install, plugins=("rabbitmq_stream",))`` enables plugins on every node.
 
 The tests' fixture is ``rabbitmq_cluster`` in ``tests/cluster/conftest.py`` (one cluster a
 session).
@@ -38,7 +41,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.support.rabbitmq import (
@@ -283,12 +286,3 @@ class RabbitMQCluster:
 
 def _running_nodes(status_json: str) -> list[str]:
     return list(json.loads(status_json).get("running_nodes", []))
-
-
-@contextlib.contextmanager
-def rabbitmq_cluster(
-    install: RabbitMQInstall, size: int = 3, plugins: Sequence[str] = ()
-) -> Iterator[RabbitMQCluster]:
-    """A started cluster of ``size`` nodes of ``install``, stopped and removed at the end."""
-    with RabbitMQCluster(install, size, plugins=plugins) as cluster:
-        yield cluster
