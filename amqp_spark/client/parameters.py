@@ -93,13 +93,13 @@ def parse_url_hosts(
 
 
 def parse_url(url: str, *, ssl_context: ssl.SSLContext | None = None) -> ConnectionParameters:
-    """Parse an AMQP URI of one host. ``ssl_context`` (amqps only) replaces the context the
-    TLS query parameters would build. Raises ValueError naming what is wrong, never the
-    password."""
+    """Parse an AMQP URI (of a URL naming several hosts, the first one's parameters: the
+    others differ only in host and port, see ``parse_url_hosts``). ``ssl_context`` (amqps
+    only) replaces the context the TLS query parameters would build. Raises ValueError
+    naming what is wrong, never the password."""
+    url, _ = split_hosts(url)
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
-    if "," in parts.netloc.rpartition("@")[2]:
-        raise ValueError("the URL names several hosts: parse it with parse_url_hosts")
     if scheme not in DEFAULT_PORTS:
         raise ValueError(f"unsupported URL scheme {parts.scheme!r}: use amqp:// or amqps://")
     try:

@@ -16,7 +16,7 @@ from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import connect
 from amqp_spark.client.addresses import Address, Rotation, parse_addresses, rotation_for
 from amqp_spark.client.exceptions import NoNodeAnswered
-from amqp_spark.client.parameters import parse_url_hosts
+from amqp_spark.client.parameters import parse_url, parse_url_hosts
 from amqp_spark.options import OptionError
 from amqp_spark.sink.messages import ExchangeRun
 from amqp_spark.sink.publisher import PartitionPublisher
@@ -248,3 +248,17 @@ def test_a_stream_range_read_goes_on_from_its_last_row_on_the_next_node(
 
     assert rows == list(enumerate(sent))
     assert second.methods_sent(), "the read did not go on through the second node"
+
+
+def test_the_parameters_of_a_url_naming_several_hosts_are_its_first_hosts() -> None:
+    """What code that needs the user, password or vhost of the ``uri`` (the management API's
+    credentials, say) reads from a URL carrying ``addresses``."""
+    first = parse_url("amqp://u:p@n1:5673,n2:5674/v")
+
+    assert (first.host, first.port, first.username, first.password, first.virtual_host) == (
+        "n1",
+        5673,
+        "u",
+        "p",
+        "v",
+    )
