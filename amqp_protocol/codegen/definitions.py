@@ -19,7 +19,10 @@ from .text import indent, method_class_name, properties_class_name, string_tuple
 def _string(text: str) -> str:
     """A string literal in double quotes (the XML's names hold no quote or backslash)."""
     if '"' in text or "\\" in text:
-        raise ValueError(f"a spec name with a quote or backslash: {text!r}")
+        raise ValueError(
+            f"spec name {text!r} has a quote or backslash: names are written as plain string"
+            " literals, so only names without either are accepted"
+        )
     return f'"{text}"'
 
 

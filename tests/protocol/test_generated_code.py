@@ -3,19 +3,45 @@ protocol classes or reads the XML at run time."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import amqp_protocol
 from amqp_protocol import KNOWN_SPECS
-from amqp_protocol.codegen.modules import GENERATED, generated_modules, stale_modules
+from amqp_protocol.codegen.modules import GENERATED, VERSIONS, generated_modules, stale_modules
+from amqp_protocol.codegen.xml_spec import read_spec
+from amqp_protocol.spec import Spec
 
 
 def test_checked_in_modules_are_what_the_xml_generates() -> None:
     assert stale_modules() == [], "run: python -m amqp_protocol.generate"
+
+
+@pytest.mark.parametrize("module", sorted(VERSIONS))
+def test_each_generated_spec_holds_what_its_xml_defines(module: str) -> None:
+    """The definitions are checked-in literals: equal, value for value, to the XML's."""
+    xml = read_spec(*VERSIONS[module])
+    spec: Spec = importlib.import_module(f"amqp_protocol.generated.{module}").SPEC
+    assert (spec.version, spec.protocol_header, spec.header_aliases) == (
+        xml.version,
+        xml.protocol_header,
+        xml.header_aliases,
+    )
+    assert spec.constants == xml.constants and spec.domains == xml.domains
+    assert spec.classes == xml.classes and spec.field_table_types == xml.field_table_types
+    for cdef in spec.classes.values():
+        for mdef in cdef.methods:
+            cls = spec.method(mdef.name)
+            assert cls.DEFINITION is mdef and cls.SPEC is spec
+            assert spec.method_by_id(mdef.class_id, mdef.method_id) is cls
+        if cdef.properties:
+            assert spec.properties(cdef.name).property_defs is cdef.properties
 
 
 def test_an_edited_or_missing_generated_module_counts_as_stale(tmp_path: Path) -> None:
