@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
     parser.add_argument(
-        "--markdown", type=Path, help="also write the table in Markdown (as in docs/measurements/benchmarks.md)"
+        "--markdown", type=Path, help="also write the table in Markdown (as in docs/measurements)"
     )
     parser.add_argument(
         "--render", type=Path, metavar="JSON", help="print an earlier run's JSON as Markdown"
