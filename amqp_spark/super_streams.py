@@ -72,11 +72,6 @@ class SuperStream:
         return tuple(p.stream for p in self.partitions)
 
 
-def partition_names(name: str, keys: list[str]) -> list[Partition]:
-    """The partitions ``add_super_stream`` makes: stream ``<name>-<key>`` per binding key."""
-    return [Partition(f"{name}-{key}", key) for key in keys]
-
-
 def find(
     uri: str,
     name: str,
