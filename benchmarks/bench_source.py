@@ -77,6 +77,12 @@ def _fill(url: str, count: int) -> None:
 
 def _source_rate(spark: Any, url: str, count: int, scratch: Path, **options: str) -> float:
     df = spark.readStream.format("amqp").options(uri=url, queue=QUEUE, **options).load()
+    return available_now_rate(df, count, scratch)
+
+
+def available_now_rate(df: Any, count: int, scratch: Path) -> float:
+    """rows/s of an AvailableNow run of the streaming ``df`` into ``noop``, from ``start()``
+    to the end of the run, checked to have read ``count`` rows."""
     checkpoint = scratch / f"ck-{time.monotonic_ns()}"
     start = time.perf_counter()
     query = (

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from amqp_spark.client import connect
 from amqp_spark.datasource import AMQPDataSource
 from benchmarks.bench_broker import bundled_broker
+from benchmarks.bench_source import available_now_rate
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import KINDS, ProcessCPU, rabbitmq_node_pid
 from tests.support.rabbitmq import rabbitmq
@@ -93,22 +94,7 @@ def read_whole(spark: Any, url: str, name: str, count: int, scratch: Path) -> fl
         .options(uri=url, superStream=name, startingOffsets="first", rowsPerPartition=str(count))
         .load()
     )
-    checkpoint = scratch / f"ck-{time.monotonic_ns()}"
-    began = time.perf_counter()
-    query = (
-        df.writeStream.format("noop")
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
-    )
-    if not query.awaitTermination(1800):
-        query.stop()
-        raise TimeoutError(f"reading {count} rows of {name} did not end within 30 min")
-    elapsed = time.perf_counter() - began
-    read = sum(p["numInputRows"] for p in query.recentProgress)
-    if read != count:
-        raise AssertionError(f"{name}: read {read} rows, expected {count}")
-    return count / elapsed
+    return available_now_rate(df, count, scratch)
 
 
 def measure(

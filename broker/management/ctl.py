@@ -319,13 +319,23 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
+    return run_verb(parse, VERBS, argv)
+
+
+def run_verb(
+    parse: Callable[[list[str]], argparse.Namespace],
+    verbs: dict[str, Callable[[Api, argparse.Namespace], int]],
+    argv: list[str],
+) -> int:
+    """Parse ``argv`` and run its verb against the API; the exit status (also of the
+    ``amqp-broker streams`` commands)."""
     try:
         opts = parse(argv)
     except SystemExit as e:
         return EX_USAGE if e.code else 0
     api = Api(opts.url, opts.username, opts.password, opts.timeout)
     try:
-        return VERBS[opts.verb](api, opts)
+        return verbs[opts.verb](api, opts)
     except CtlError as e:
         print(f"Error: {e}", file=sys.stderr)
         return e.status

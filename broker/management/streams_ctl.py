@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Callable
 
-from .ctl import DEFAULT_URL, EX_USAGE, Api, CtlError, q
+from .ctl import DEFAULT_URL, EX_USAGE, Api, CtlError, q, run_verb
 
 #: The exchange argument that marks a super stream, and the binding argument ordering it
 #: (the connector's ``amqp_spark.super_streams`` reads them; the broker stands alone).
@@ -193,13 +192,4 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        opts = parse(argv)
-    except SystemExit as e:
-        return EX_USAGE if e.code else 0
-    api = Api(opts.url, opts.username, opts.password, opts.timeout)
-    try:
-        return VERBS[opts.verb](api, opts)
-    except CtlError as e:
-        print(f"Error: {e}", file=sys.stderr)
-        return e.status
+    return run_verb(parse, VERBS, argv)

@@ -119,9 +119,9 @@ def test_a_batch_read_returns_every_message_of_all_partitions_once(
         found = per_partition(rows)
         assert list(found) == super_stream.streams
         for index, stream in enumerate(super_stream.streams):
-            assert found[stream] == list(
-                enumerate(bodies(PER_PARTITION[index], f"m{index}-"))
-            ), stream
+            assert found[stream] == list(enumerate(bodies(PER_PARTITION[index], f"m{index}-"))), (
+                stream
+            )
 
 
 def test_starting_offsets_apply_per_partition_or_to_all(
@@ -199,9 +199,7 @@ def test_the_sink_routes_each_row_to_the_partition_rabbitmqs_stream_clients_choo
     read = batch_read(amqp_spark, super_stream.options())
     where = {bytes(r.body).decode(): r.queue for r in read}
     assert len(read) == len(rows)
-    assert where == {
-        body: super_stream.streams[hash_partition(key, 3)] for key, body in rows
-    }
+    assert where == {body: super_stream.streams[hash_partition(key, 3)] for key, body in rows}
     # The Java stream client's choices for these keys (MurmurHash3, seed 104729; the hashes
     # were checked against the mmh3 package): the same on every broker.
     assert [where[f"order of customer-{i}"][-1] for i in range(6)] == list("120112")

@@ -57,8 +57,7 @@ class SuperStreamBroker:
         exchange = self.get(f"/api/exchanges/{vhost}/{name}")
         bindings = self.get(f"/api/exchanges/{vhost}/{name}/bindings/source")
         queues = {
-            b["destination"]: self.get(f"/api/queues/{vhost}/{b['destination']}")
-            for b in bindings
+            b["destination"]: self.get(f"/api/queues/{vhost}/{b['destination']}") for b in bindings
         }
         return {
             "exchange": {
