@@ -5,7 +5,7 @@ add_super_stream --partitions N`` makes them, with N = 1 and N = 3, and the same
 (100-byte bodies; 300,000, 60,000 with ``--quick``) are published to both, message ``i`` to
 partition ``i % N``. Each is then read whole by a Trigger.AvailableNow query with
 ``superStream`` (partitions found by naming) into the ``noop`` sink, on a local[2] session
-started beforehand and warmed up by one untimed read; rows/s over the whole run, from
+started beforehand and warmed up by one untimed read of each; rows/s over the whole run, from
 ``start()`` to its end. ``rowsPerPartition`` is the message count, so a partition is read by
 one Spark task: 1 task for the single partition, 3 for three (by default a stream of more
 than 100,000 rows is also cut into ranges read in parallel, which is the same scale-out
@@ -104,7 +104,8 @@ def measure(
     for n, name in names.items():
         make_super_stream(url, name, n, count)
     try:
-        read_whole(spark, url, names[LAYOUTS[0]], count, scratch)  # warm-up, untimed
+        for n in LAYOUTS:  # warm-up, untimed: starts as many Python workers as tasks run
+            read_whole(spark, url, names[n], count, scratch)
         runs: dict[int, list[Run]] = {n: [] for n in LAYOUTS}
         for round_ in range(rounds):
             order = LAYOUTS if round_ % 2 == 0 else LAYOUTS[::-1]
