@@ -147,6 +147,25 @@ def test_starting_offsets_apply_per_partition_or_to_all(
     }
 
 
+def test_filter_values_filter_every_partition_as_one_stream(
+    amqp_spark: SparkSession, super_stream: SuperStream
+) -> None:
+    for index, key in enumerate(super_stream.keys):
+        for region in ("eu", "us", "eu"):
+            headers = {"x-stream-filter-value": region}
+            body = f"{region} in {index}".encode()
+            super_stream.ch.basic_publish(
+                super_stream.name, key, body, properties={"headers": headers}
+            )
+    super_stream.ch.wait_for_confirms(timeout=60)
+
+    rows = batch_read(amqp_spark, super_stream.options(filterValues="us"))
+
+    assert sorted((r.queue, bytes(r.body)) for r in rows) == [
+        (stream, f"us in {index}".encode()) for index, stream in enumerate(super_stream.streams)
+    ]
+
+
 def test_available_now_reads_every_partition_and_a_restart_replays_exactly(
     queries: Queries, super_stream: SuperStream
 ) -> None:
