@@ -143,8 +143,10 @@ class SourceOptions:
         "queue",
         NAMES,
         default=(),
-        doc="one or more queue names, comma-separated; exactly one of `queue` / `exchange` / `superStream`",
-        details="one or more queue names, comma-separated. Exactly one of `queue` / `exchange` / `superStream`.",
+        doc="one or more queue names, comma-separated; exactly one of `queue` / `exchange` / "
+        "`superStream`",
+        details="one or more queue names, comma-separated. Exactly one of `queue` / `exchange` / "
+        "`superStream`.",
     )
     exchange: str | None = option(
         "exchange",
