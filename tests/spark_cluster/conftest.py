@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.spark.conftest import broker, stream_queue
+from tests.spark.conftest import Broker, broker, stream_queue
 from tests.spark_cluster.cluster_driver import ClusterDriver
 from tests.support import fixtures
 from tests.support.spark_cluster import SparkCluster
@@ -44,3 +44,11 @@ def driver(
         yield started
     finally:
         started.close()
+
+
+def taken_bodies(broker: Broker, queue: str) -> list[bytes]:
+    """The sorted bodies of every message in ``queue``, taken with basic.get."""
+    taken = []
+    while (delivery := broker.ch.basic_get(queue, no_ack=True)) is not None:
+        taken.append(delivery.body)
+    return sorted(taken)

@@ -14,6 +14,7 @@ from tests.spark.conftest import Broker
 from tests.spark.inputs import bodies, classic_options, stream_options
 from tests.spark_cluster import cluster_driver
 from tests.spark_cluster.cluster_driver import ClusterDriver
+from tests.spark_cluster.conftest import taken_bodies
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -22,14 +23,6 @@ def tasks_since(driver: ClusterDriver, before: dict[str, int]) -> dict[str, int]
     """Tasks each executor ran since ``before`` (a ``cluster_driver.tasks()`` answer)."""
     now = driver.call(cluster_driver.tasks)
     return {executor: count - before.get(executor, 0) for executor, count in now.items()}
-
-
-def taken_bodies(broker: Broker, queue: str) -> list[bytes]:
-    """The sorted bodies of every message in ``queue``, taken with basic.get."""
-    taken = []
-    while (delivery := broker.ch.basic_get(queue, no_ack=True)) is not None:
-        taken.append(delivery.body)
-    return sorted(taken)
 
 
 def test_classic_queue_stream_on_a_cluster_reads_every_message_once_and_acks_them(

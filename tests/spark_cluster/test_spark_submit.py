@@ -13,7 +13,7 @@ import pytest
 
 from tests.spark.conftest import Broker
 from tests.spark.inputs import bodies
-from tests.spark_cluster.test_on_cluster import taken_bodies
+from tests.spark_cluster.conftest import taken_bodies
 from tests.support.spark_cluster import EXECUTOR_MEMORY, SparkCluster, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
