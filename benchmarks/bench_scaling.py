@@ -6,7 +6,7 @@ worker. Per broker (the bundled one in its own process, RabbitMQ 4) and per queu
 backlog of ``--count`` 100-byte messages (default 200,000) is drained by one Trigger.AvailableNow
 query into the ``noop`` sink, at the source's defaults (streams: ``startingOffsets=first``
 and ``rowsPerPartition`` a quarter of the backlog per executor, so every executor reads);
-a run of a tenth of the backlog warms each broker's first queue type up untimed.
+a run over a tenth of the backlog warms each of them up untimed.
 
 Each run's CPU-seconds per process are read from ``/proc`` (benchmarks/process_cpu.py) and
 grouped by where the work runs: the broker; on the driver this Python process, its JVM, the
@@ -48,6 +48,8 @@ KINDS = (
 )
 EXECUTOR_JVM = "CoarseGrainedExecutorBackend"
 QUEUE_TYPES = ("classic", "stream")
+#: Brokers that are one Python process, so one core at most (``bench_source.BROKERS``' names).
+ONE_PROCESS_BROKERS = ("bundled broker",)
 #: Executors of the projections in docs/scaling.md.
 PROJECTED = (4, 16, 64)
 
@@ -98,12 +100,12 @@ def _measure_broker(
     port = urlsplit(url).port
     broker_pid = rabbitmq_node_pid(port) if port is not None else None
     found: dict[str, dict[str, float]] = {}
-    for i, queue_type in enumerate(QUEUE_TYPES):
+    for queue_type in QUEUE_TYPES:
         options = _options(queue_type, count, executors)
         stream = queue_type == "stream"
-        if i == 0:
-            _fill(url, count // 10, stream=stream)
-            _source_rate(spark, url, count // 10, scratch, **options)
+        # Untimed: the runner's and the workers' first start, the JVMs' compilation.
+        _fill(url, count // 10, stream=stream)
+        _source_rate(spark, url, count // 10, scratch, **options)
         _fill(url, count, stream=stream)
         load = _load()
         with ClusterCPU(broker_pid) as cpu:
@@ -166,24 +168,37 @@ def _ceiling(cpu: dict[str, float], kind: str, cores: float = 1.0) -> float:
 
 
 def projection(found: dict[str, dict[str, dict[str, float]]]) -> str:
-    """Per broker and queue type, the rows/s each bound allows: one query's driver-side
-    processes (one core each), the executors (one core each, JVM and Python workers
-    together) at PROJECTED counts, and the broker per core it can use."""
+    """Per broker and queue type, one query's ceiling at PROJECTED executors: the least of
+    what the executors allow (one core each, JVM and Python workers together) and what its
+    driver side allows (the runner, one process, and the driver JVM, each counted as one
+    core; the bundled broker too), with the bound named, and the broker's cores that rate
+    takes."""
     lines = [
-        "| broker | queue | runner (1 core) | driver JVM (1 core) | broker, per core | "
+        "| broker | queue | runner allows | driver JVM allows | "
         + " | ".join(f"{n} executors" for n in PROJECTED)
         + " |",
-        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in PROJECTED) + " |",
+        "| --- | --- | --- | --- | " + " | ".join("---" for _ in PROJECTED) + " |",
     ]
     for broker, per_type in found.items():
         for queue_type, cpu in per_type.items():
             executor = cpu["executor JVMs"] + cpu["executor Python"]
+            cells = []
+            for n in PROJECTED:
+                bounds = {
+                    "executors": n * 1e6 / executor,
+                    "runner": _ceiling(cpu, "runner"),
+                    "driver JVM": _ceiling(cpu, "driver JVM"),
+                }
+                if broker in ONE_PROCESS_BROKERS:
+                    bounds["broker"] = _ceiling(cpu, "broker")
+                bound = min(bounds, key=lambda name: bounds[name])
+                rate = bounds[bound]
+                cells.append(
+                    f"{rate:,.0f} ({bound}); broker {rate * cpu['broker'] / 1e6:.1f} cores"
+                )
             lines.append(
-                f"| {broker} | {queue_type} | "
-                + f"{_ceiling(cpu, 'runner'):,.0f} | {_ceiling(cpu, 'driver JVM'):,.0f} | "
-                + f"{_ceiling(cpu, 'broker'):,.0f} | "
-                + " | ".join(f"{n * 1e6 / executor:,.0f}" for n in PROJECTED)
-                + " |"
+                f"| {broker} | {queue_type} | {_ceiling(cpu, 'runner'):,.0f} | "
+                f"{_ceiling(cpu, 'driver JVM'):,.0f} | " + " | ".join(cells) + " |"
             )
     return "\n".join(lines)
 
@@ -202,7 +217,7 @@ def main() -> None:
     found = measure(args.count, args.executors, tuple(args.broker or ("bundled", "rabbitmq4")))
     print(f"\nCPU-s per million rows per process ({args.count:,} x 100 B, AvailableNow):\n")
     print(markdown(found))
-    print("\nRows/s each bound allows (1e6 / CPU-s per 1M rows, per core):\n")
+    print("\nOne query's ceiling in rows/s (1e6 / CPU-s per 1M rows per core), by executors:\n")
     print(projection(found))
 
 
