@@ -6,7 +6,7 @@ worker. Per broker (the bundled one in its own process, RabbitMQ 4) and per queu
 backlog of ``--count`` 100-byte messages (default 200,000) is drained by one Trigger.AvailableNow
 query into the ``noop`` sink, at the source's defaults (streams: ``startingOffsets=first``
 and ``rowsPerPartition`` a quarter of the backlog per executor, so every executor reads);
-a run over a tenth of the backlog warms each of them up untimed.
+a run over a quarter of the backlog warms each of them up untimed.
 
 Each run's CPU-seconds per process are read from ``/proc`` (benchmarks/process_cpu.py) and
 grouped by where the work runs: the broker; on the driver this Python process, its JVM, the
@@ -103,9 +103,11 @@ def _measure_broker(
     for queue_type in QUEUE_TYPES:
         options = _options(queue_type, count, executors)
         stream = queue_type == "stream"
-        # Untimed: the runner's and the workers' first start, the JVMs' compilation.
-        _fill(url, count // 10, stream=stream)
-        _source_rate(spark, url, count // 10, scratch, **options)
+        # Untimed: the runner's and the workers' first start, the JVMs' compilation (a
+        # tenth of the backlog left the executors' JVMs compiling through the first classic
+        # run: 35 CPU-s per 1M rows against 9 once warm).
+        _fill(url, count // 4, stream=stream)
+        _source_rate(spark, url, count // 4, scratch, **options)
         _fill(url, count, stream=stream)
         load = _load()
         with ClusterCPU(broker_pid) as cpu:
