@@ -51,7 +51,7 @@ def test_spark_submit_of_a_job_moves_every_message_of_a_queue_to_an_exchange(
                 "--conf",
                 "spark.driver.bindAddress=127.0.0.1",
             ),
-            *("--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=2"),
+            *("--conf", "spark.ui.enabled=false", "--conf", "spark.cores.max=1"),
             *("--executor-cores", "1", "--executor-memory", EXECUTOR_MEMORY),
             *("--conf", f"spark.local.dir={tmp_path / 'local'}"),
             *(str(JOB), broker.url, source, exchange, str(tmp_path / "checkpoint")),
