@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.bench_source import BROKERS, _fill, _load, _source_rate
+from benchmarks.common import Row, row
 from benchmarks.process_cpu import ProcessCPU, command_line, parent, rabbitmq_node_pid
 from tests.support.spark_cluster import SparkCluster, cluster_session
 
@@ -203,6 +204,22 @@ def projection(found: dict[str, dict[str, dict[str, float]]]) -> str:
                 f"{_ceiling(cpu, 'driver JVM'):,.0f} | " + " | ".join(cells) + " |"
             )
     return "\n".join(lines)
+
+
+def run(quick: bool) -> list[Row]:
+    """``benchmarks.run``'s rows: CPU-s per million rows per process group, per broker and
+    queue type, 200,000 messages (50,000 with ``quick``) on 2 executors."""
+    found = measure(50_000 if quick else 200_000, 2, ("bundled", "rabbitmq4"))
+    return [
+        row(
+            f"2-executor cluster, {broker}, {queue_type} queue: CPU per 1M rows, {kind}",
+            "CPU-s",
+            cpu[kind],
+        )
+        for broker, per_type in found.items()
+        for queue_type, cpu in per_type.items()
+        for kind in KINDS
+    ]
 
 
 def main() -> None:
