@@ -188,7 +188,7 @@ class SparkCluster:
                 raise SparkClusterError(daemon.failure(f"exited ({daemon.process.returncode})"))
             if time.monotonic() > deadline:
                 raise SparkClusterError(
-                    daemon.failure(f"was not up within {self.start_timeout:.0f} s")
+                    daemon.failure(f"was not up within {self.start_timeout:g} s")
                 )
             time.sleep(0.2)
 
