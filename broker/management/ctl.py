@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+from . import ctl_policies
+
 EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70
 DEFAULT_URL = "http://127.0.0.1:15672/"
 
@@ -298,6 +300,7 @@ VERBS: dict[str, Callable[[Api, argparse.Namespace], int]] = {
     "close_connection": close_connection,
     "purge_queue": purge_queue,
     "status": status,
+    **ctl_policies.VERBS,
 }
 
 
@@ -313,9 +316,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("-s", "--silent", action="store_true", help="no header row either")
     p.add_argument("--formatter", choices=("table", "json"), default="table")
     p.add_argument("-t", "--timeout", type=float, default=60.0, help="seconds per request")
+    ctl_policies.add_options(p)
     p.add_argument("verb", choices=sorted(VERBS), metavar="VERB", help=", ".join(sorted(VERBS)))
     p.add_argument("args", nargs="*")
-    return p.parse_args(argv)
+    return p.parse_intermixed_args(argv)
 
 
 def main(argv: list[str]) -> int:
