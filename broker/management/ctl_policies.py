@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from . import ctl  # a cycle: ctl imports this module's VERBS; only called into at run time
+from .ctl_api import EX_USAGE, Api, CtlError, arity, q
 
 #: The columns of a policy listing, in rabbitmqctl's order.
 POLICY_COLUMNS = ("vhost", "name", "pattern", "apply-to", "definition", "priority")
@@ -38,7 +38,7 @@ def _json_argument(opts: argparse.Namespace, text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as e:
-        raise ctl.CtlError(f"{opts.verb}: {text!r} is not JSON: {e}", ctl.EX_USAGE) from None
+        raise CtlError(f"{opts.verb}: {text!r} is not JSON: {e}", EX_USAGE) from None
 
 
 def _kind(opts: argparse.Namespace) -> tuple[str, str]:
@@ -48,9 +48,9 @@ def _kind(opts: argparse.Namespace) -> tuple[str, str]:
     return "policies", "policy"
 
 
-def set_policy(api: ctl.Api, opts: argparse.Namespace) -> int:
+def set_policy(api: Api, opts: argparse.Namespace) -> int:
 
-    name, pattern, definition = ctl._arity(opts, "name", "pattern", "definition")
+    name, pattern, definition = arity(opts, "name", "pattern", "definition")
     collection, what = _kind(opts)
     _info(
         opts,
@@ -63,24 +63,24 @@ def set_policy(api: ctl.Api, opts: argparse.Namespace) -> int:
         "priority": opts.priority,
         "apply-to": opts.apply_to,
     }
-    api.call("PUT", f"/{collection}/{ctl.q(opts.vhost)}/{ctl.q(name)}", body)
+    api.call("PUT", f"/{collection}/{q(opts.vhost)}/{q(name)}", body)
     return 0
 
 
-def clear_policy(api: ctl.Api, opts: argparse.Namespace) -> int:
+def clear_policy(api: Api, opts: argparse.Namespace) -> int:
 
-    (name,) = ctl._arity(opts, "name")
+    (name,) = arity(opts, "name")
     collection, what = _kind(opts)
     _info(opts, f'Clearing {what} "{name}" on vhost "{opts.vhost}" ...')
-    api.call("DELETE", f"/{collection}/{ctl.q(opts.vhost)}/{ctl.q(name)}")
+    api.call("DELETE", f"/{collection}/{q(opts.vhost)}/{q(name)}")
     return 0
 
 
-def list_policies(api: ctl.Api, opts: argparse.Namespace) -> int:
+def list_policies(api: Api, opts: argparse.Namespace) -> int:
 
-    ctl._arity(opts)
+    arity(opts)
     collection, what = _kind(opts)
-    items = api.call("GET", f"/{collection}/{ctl.q(opts.vhost)}")
+    items = api.call("GET", f"/{collection}/{q(opts.vhost)}")
     if opts.formatter == "json":
         print(json.dumps([{c: i[c] for c in POLICY_COLUMNS} for i in items]))
         return 0
@@ -94,35 +94,35 @@ def list_policies(api: ctl.Api, opts: argparse.Namespace) -> int:
     return 0
 
 
-def set_vhost_limits(api: ctl.Api, opts: argparse.Namespace) -> int:
+def set_vhost_limits(api: Api, opts: argparse.Namespace) -> int:
 
-    (text,) = ctl._arity(opts, "definition")
+    (text,) = arity(opts, "definition")
     limits = _json_argument(opts, text)
     if not isinstance(limits, dict):
-        raise ctl.CtlError(f"set_vhost_limits: {text!r} is not a JSON object", ctl.EX_USAGE)
+        raise CtlError(f"set_vhost_limits: {text!r} is not a JSON object", EX_USAGE)
     _info(opts, f'Setting vhost limits to "{text}" for vhost "{opts.vhost}" ...')
     for name, value in limits.items():
-        api.call("PUT", f"/vhost-limits/{ctl.q(opts.vhost)}/{ctl.q(name)}", {"value": value})
+        api.call("PUT", f"/vhost-limits/{q(opts.vhost)}/{q(name)}", {"value": value})
     return 0
 
 
-def _limits(api: ctl.Api, vhost: str) -> dict[str, Any]:
+def _limits(api: Api, vhost: str) -> dict[str, Any]:
 
-    found = api.call("GET", f"/vhost-limits/{ctl.q(vhost)}")
+    found = api.call("GET", f"/vhost-limits/{q(vhost)}")
     return dict(found[0]["value"]) if found else {}
 
 
-def clear_vhost_limits(api: ctl.Api, opts: argparse.Namespace) -> int:
+def clear_vhost_limits(api: Api, opts: argparse.Namespace) -> int:
 
-    ctl._arity(opts)
+    arity(opts)
     _info(opts, f'Clearing vhost "{opts.vhost}" limits ...')
     for name in _limits(api, opts.vhost):
-        api.call("DELETE", f"/vhost-limits/{ctl.q(opts.vhost)}/{ctl.q(name)}")
+        api.call("DELETE", f"/vhost-limits/{q(opts.vhost)}/{q(name)}")
     return 0
 
 
-def list_vhost_limits(api: ctl.Api, opts: argparse.Namespace) -> int:
-    ctl._arity(opts)
+def list_vhost_limits(api: Api, opts: argparse.Namespace) -> int:
+    arity(opts)
     limits = _limits(api, opts.vhost)
     if opts.formatter == "json":
         print(json.dumps(limits))
@@ -132,7 +132,7 @@ def list_vhost_limits(api: ctl.Api, opts: argparse.Namespace) -> int:
     return 0
 
 
-VERBS: dict[str, Callable[[ctl.Api, argparse.Namespace], int]] = {
+VERBS: dict[str, Callable[[Api, argparse.Namespace], int]] = {
     "set_policy": set_policy,
     "clear_policy": clear_policy,
     "list_policies": list_policies,
