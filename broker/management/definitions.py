@@ -104,8 +104,9 @@ def _topology(vhost: VirtualHost, with_vhost: bool) -> dict[str, list[dict[str, 
     }
 
 
-def _parameters(vhost: VirtualHost) -> list[dict[str, Any]]:
+def _parameters(vhost: VirtualHost, with_vhost: bool) -> list[dict[str, Any]]:
     """Its operator policies and limits, as RabbitMQ exports them (runtime parameters)."""
+    where = {"vhost": vhost.name} if with_vhost else {}
     found: list[dict[str, Any]] = [
         {
             "value": {
@@ -114,14 +115,14 @@ def _parameters(vhost: VirtualHost) -> list[dict[str, Any]]:
                 "priority": p.priority,
                 "apply-to": p.apply_to,
             },
-            "vhost": vhost.name,
+            **where,
             "component": "operator_policy",
             "name": p.name,
         }
         for p in sorted_policies(list(vhost.policies.operator_policies.values()))
     ]
     if vhost.limits:
-        limits = {"value": dict(vhost.limits), "vhost": vhost.name}
+        limits = {"value": dict(vhost.limits), **where}
         found.append({**limits, "component": "vhost-limits", "name": "limits"})
     return found
 
@@ -149,7 +150,7 @@ async def export_all(request: web.Request) -> web.Response:
         ],
         "permissions": permissions_list(broker),
         "topic_permissions": topic_permissions_list(broker),
-        "parameters": [p for v in broker.vhosts.values() for p in _parameters(v)],
+        "parameters": [p for v in broker.vhosts.values() for p in _parameters(v, True)],
         "global_parameters": [{"name": "cluster_name", "value": CLUSTER_NAME}],
         "policies": [p for v in broker.vhosts.values() for p in _policies(v, True)],
         "queues": [],
@@ -167,7 +168,8 @@ async def export_vhost(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     body = {
         **_header(),
-        "parameters": _parameters(vhost),
+        "limits": dict(vhost.limits) if vhost.limits else [],
+        "parameters": _parameters(vhost, False),
         "policies": _policies(vhost, False),
         **_topology(vhost, False),
     }

@@ -393,6 +393,11 @@ def test_definitions_export_policies_and_operator_policies_and_import_them(on: N
 def test_vhost_limits_are_set_listed_refused_and_cleared(on: Node) -> None:
     assert on.api.call("PUT", "/api/vhost-limits/%2F/max-queues", {"value": 100}) == (204, None)
     assert on.api.get("/api/vhost-limits/%2F") == [{"vhost": "/", "value": {"max-queues": 100}}]
+    exported = on.api.get("/api/definitions/%2F")
+    assert exported["limits"] == {"max-queues": 100}
+    limits = {"value": {"max-queues": 100}, "component": "vhost-limits", "name": "limits"}
+    assert limits in exported["parameters"]
+    assert {**limits, "vhost": "/"} in on.api.get("/api/definitions")["parameters"]
     assert {"vhost": "/", "value": {"max-queues": 100}} in on.api.get("/api/vhost-limits")
     for limit, body, reason in (
         (
