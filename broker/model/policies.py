@@ -39,39 +39,30 @@ _QUEUE_TYPES: dict[str, frozenset[str] | None] = {
     "quorum_queues": frozenset({"quorum"}),
     "streams": frozenset({"stream"}),
 }
+#: Classic mirroring's policy keys (gone in 4.0), which no other queue type supports.
+_MIRRORING = {
+    "ha-mode",
+    "ha-params",
+    "ha-sync-mode",
+    "ha-promote-on-shutdown",
+    "ha-promote-on-failure",
+    "queue-master-locator",
+}
+#: Keys of classic queues alone, of streams alone, of quorum queues alone.
+_CLASSIC = {"max-priority", "queue-mode", "single-active-consumer", *_MIRRORING}
+_STREAM = {"max-age", "stream-max-segment-size-bytes", "initial-cluster-size"}
+_QUORUM = {"dead-letter-strategy", "target-group-size"}
 #: Policy keys each queue type does not support: a policy with one of them applies to no
 #: queue of that type (RabbitMQ 4.0's ``capabilities()`` of each type).
 UNSUPPORTED = {
     "classic": frozenset(
-        {
-            "max-age",
-            "stream-max-segment-size-bytes",
-            "initial-cluster-size",
-            "delivery-limit",
-            "dead-letter-strategy",
-            "max-in-memory-length",
-            "max-in-memory-bytes",
-            "target-group-size",
-        }
+        {*_STREAM, *_QUORUM, "delivery-limit", "max-in-memory-length", "max-in-memory-bytes"}
     ),
-    "quorum": frozenset(
-        {
-            "max-priority",
-            "queue-mode",
-            "single-active-consumer",
-            "ha-mode",
-            "ha-params",
-            "ha-sync-mode",
-            "ha-promote-on-shutdown",
-            "ha-promote-on-failure",
-            "queue-master-locator",
-            "max-age",
-            "stream-max-segment-size-bytes",
-            "initial-cluster-size",
-        }
-    ),
+    "quorum": frozenset({*_CLASSIC, *_STREAM}),
     "stream": frozenset(
         {
+            *_CLASSIC,
+            *_QUORUM,
             "expires",
             "message-ttl",
             "dead-letter-exchange",
@@ -79,19 +70,8 @@ UNSUPPORTED = {
             "max-length",
             "max-in-memory-length",
             "max-in-memory-bytes",
-            "max-priority",
             "overflow",
-            "queue-mode",
-            "single-active-consumer",
             "delivery-limit",
-            "ha-mode",
-            "ha-params",
-            "ha-sync-mode",
-            "ha-promote-on-shutdown",
-            "ha-promote-on-failure",
-            "queue-master-locator",
-            "dead-letter-strategy",
-            "target-group-size",
         }
     ),
 }
