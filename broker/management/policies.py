@@ -17,6 +17,7 @@ from ..model.policies import Policy, PolicyError, erlang_term, parse_policy
 from ..model.vhost import VirtualHost
 from .auth import require_tag, vhost_for, vhosts_in_scope
 from .context import broker_of
+from .listing import list_response
 from .responses import ApiError, bad_request, created, found, json_response, no_content, read_json
 
 #: The limits a vhost takes (RabbitMQ 4.0's ``vhost-limits``).
@@ -51,10 +52,12 @@ def policies_json(vhosts: list[VirtualHost], operator: bool) -> list[dict[str, A
     ]
 
 
-async def list_policies(request: web.Request) -> web.Response:
-    """In RabbitMQ's order (by priority), not sorted by name as other listings are."""
+async def list_policies(request: web.Request) -> web.StreamResponse:
+    """In RabbitMQ's order (by priority) unless told otherwise, not by name as other
+    listings are; ``columns``, ``sort`` and paging as theirs."""
     _authorised(request)
-    return json_response(policies_json(vhosts_in_scope(request), _is_operator(request)))
+    policies = policies_json(vhosts_in_scope(request), _is_operator(request))
+    return await list_response(request, policies, default_sort=())
 
 
 async def get_policy(request: web.Request) -> web.Response:
@@ -121,9 +124,9 @@ def set_limit(vhost: VirtualHost, name: str, value: Any) -> None:
     vhost.limits[name] = value
 
 
-async def list_limits(request: web.Request) -> web.Response:
+async def list_limits(request: web.Request) -> web.StreamResponse:
     require_tag(request, "monitoring")
-    return json_response(limits_json(vhosts_in_scope(request)))
+    return await list_response(request, limits_json(vhosts_in_scope(request)))
 
 
 async def put_limit(request: web.Request) -> web.Response:
