@@ -94,10 +94,13 @@ def discard_until_closed(
     loop: asyncio.AbstractEventLoop,
     heartbeat: int,
     frame_max: int,
+    unread: bytes = b"",
 ) -> None:
     """After the close-ok is written: read ``transport`` here until the client closes it,
-    within ``closing_seconds(heartbeat)`` and ``frame_max``."""
-    transport.set_protocol(
-        DiscardAfterClose(connection, transport, loop, closing_seconds(heartbeat), frame_max)
-    )
-    transport.resume_reading()
+    within ``closing_seconds(heartbeat)`` and ``frame_max``. ``unread``: the start of a frame
+    the connection read but could not decode yet (the reading goes on from its end)."""
+    discard = DiscardAfterClose(connection, transport, loop, closing_seconds(heartbeat), frame_max)
+    transport.set_protocol(discard)
+    discard.data_received(unread)
+    if not transport.is_closing():
+        transport.resume_reading()

@@ -764,7 +764,10 @@ class AMQPConnection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         heartbeat, frame_max = self.heartbeat, self.proto.frame_max
-        discard_until_closed(self, transport, self.loop, heartbeat, frame_max)
+        # What the protocol layer holds of a frame not all read yet: the reading goes on
+        # from there (it read the rest of this read's frames, which go unhandled).
+        unread = bytes(self.proto._buffer)
+        discard_until_closed(self, transport, self.loop, heartbeat, frame_max, unread)
 
     def _close_ok(self, m: ConnectionCloseOk) -> None:
         self.abort()

@@ -56,7 +56,11 @@ def test_writes_after_a_pipelined_close_succeed_and_are_not_routed(
         before = b"".join(_publish(conn, name) for _ in range(300))
         close = conn.send_method(0, M("connection.close")(reply_code=200, reply_text="bye"))
         after = _publish(conn, name) * 50
-        sock.sendall(before + close)
+        # The close and the start of a frame in one read (then a pause): the broker must
+        # take the rest of that frame as the rest of it, not as a new frame.
+        sock.sendall(before + close + after[:70])
+        time.sleep(0.05)
+        sock.sendall(after[70:])
         sock.setblocking(False)
         received, written, errors = b"", 0, []
         end = time.monotonic() + 1.0
