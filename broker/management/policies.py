@@ -77,17 +77,7 @@ def set_policy(vhost: VirtualHost, name: str, body: dict[str, Any], operator: bo
     except PolicyError as e:
         # RabbitMQ's API escapes a policy's reason as HTML (not an operator policy's).
         bad_request(str(e) if operator else html.escape(str(e), quote=False))
-    existed = vhost.policies.set(policy, operator)
-    vhost.reapply_policies()
-    return existed
-
-
-def clear_policy(vhost: VirtualHost, name: str, operator: bool) -> bool:
-    """Clear it and re-apply the vhost's policies; False if there was none."""
-    if not vhost.policies.clear(name, operator):
-        return False
-    vhost.reapply_policies()
-    return True
+    return vhost.set_policy(policy, operator)
 
 
 async def put_policy(request: web.Request) -> web.Response:
@@ -100,7 +90,7 @@ async def put_policy(request: web.Request) -> web.Response:
 async def delete_policy(request: web.Request) -> web.Response:
     _authorised(request)
     vhost = vhost_for(request)
-    if not clear_policy(vhost, request.match_info["name"], _is_operator(request)):
+    if not vhost.clear_policy(request.match_info["name"], _is_operator(request)):
         raise ApiError(404, "Object Not Found", "Not Found")
     return no_content()
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from .exchanges import Exchange
     from .queues import Queue
 
+#: The target ``Policy.applies`` takes for an exchange (queues are named by their type).
+EXCHANGE = "exchange"
 #: What ``apply-to`` may name (RabbitMQ's order, for its error text).
 APPLY_TO = ("queues", "classic_queues", "quorum_queues", "streams", "exchanges", "all")
 #: The queue types each queue ``apply-to`` covers (None: every type).
@@ -189,6 +191,9 @@ class Policy:
     definition: Mapping[str, Any]
     priority: int | float
     regex: re.Pattern[str] = field(compare=False, repr=False)
+    #: What it can apply to: the queue types ``apply-to`` names whose keys it has none
+    #: unsupported of, and "exchange" (worked out once: a lookup runs per declaration).
+    targets: frozenset[str] = field(compare=False, repr=False, default=frozenset())
 
     def as_json(self, with_vhost: bool = True) -> dict[str, Any]:
         """As the API lists it (and definitions export it, without the vhost there)."""
@@ -202,17 +207,21 @@ class Policy:
             "priority": self.priority,
         }
 
-    def applies_to_queue(self, type_name: str, name: str) -> bool:
-        types = _QUEUE_TYPES.get(self.apply_to, frozenset())
-        if types is not None and type_name not in types:
-            return False
-        unsupported = UNSUPPORTED.get(type_name, frozenset())
-        if any(key in unsupported for key in self.definition):
-            return False
-        return self.regex.search(name) is not None
+    def applies(self, target: str, name: str) -> bool:
+        """Whether it applies to the queue of type ``target`` (or the "exchange") ``name``."""
+        return target in self.targets and self.regex.search(name) is not None
 
-    def applies_to_exchange(self, name: str) -> bool:
-        return self.apply_to in ("exchanges", "all") and self.regex.search(name) is not None
+
+def _targets(apply_to: str, definition: Mapping[str, Any]) -> frozenset[str]:
+    types = _QUEUE_TYPES.get(apply_to, frozenset())
+    found = {
+        type_name
+        for type_name, unsupported in UNSUPPORTED.items()
+        if (types is None or type_name in types) and not unsupported.intersection(definition)
+    }
+    if apply_to in ("exchanges", "all"):
+        found.add(EXCHANGE)
+    return frozenset(found)
 
 
 def parse_policy(vhost: str, name: str, body: Mapping[str, Any], operator: bool) -> Policy:
@@ -254,21 +263,26 @@ def parse_policy(vhost: str, name: str, body: Mapping[str, Any], operator: bool)
         check, what = VALIDATORS[key]
         if not check(value):
             _invalid(f"{erlang_term(value)} {what}")
-    return Policy(vhost, name, pattern, apply_to, dict(definition), priority, regex)
+    targets = _targets(apply_to, definition)
+    return Policy(vhost, name, pattern, apply_to, dict(definition), priority, regex, targets)
 
 
 def _invalid(reason: str) -> NoReturn:
     raise PolicyError(f"Validation failed\n\n{reason}\n")
 
 
-def best(policies: Iterable[Policy], applies: Callable[[Policy], bool]) -> Policy | None:
-    """The policy of the highest priority among ``policies`` that ``applies``; on a tie the
-    first (``policies`` in the order they were set: measured on RabbitMQ 4.0.5)."""
-    chosen: Policy | None = None
-    for policy in policies:
-        if (chosen is None or policy.priority > chosen.priority) and applies(policy):
-            chosen = policy
-    return chosen
+def by_priority(policies: Iterable[Policy]) -> list[Policy]:
+    """``policies`` (in the order they were set) in the order they are tried: the highest
+    priority first; on a tie the one set first (measured on RabbitMQ 4.0.5)."""
+    return sorted(policies, key=lambda p: -p.priority)
+
+
+def first(ordered: list[Policy], target: str, name: str) -> Policy | None:
+    """The first of ``ordered`` (``by_priority``) that applies to ``target`` ``name``."""
+    for policy in ordered:
+        if target in policy.targets and policy.regex.search(name) is not None:
+            return policy
+    return None
 
 
 def _min(policy: Any, other: Any) -> Any:
@@ -371,11 +385,14 @@ def effective_arguments(
 
 
 class Policies:
-    """The policies and operator policies of one virtual host, by name in the order set."""
+    """The policies and operator policies of one virtual host, by name in the order set, and
+    the two in the order they are tried (``by_priority``)."""
 
     def __init__(self) -> None:
         self.policies: dict[str, Policy] = {}
         self.operator_policies: dict[str, Policy] = {}
+        self._ordered: list[Policy] = []
+        self._ordered_operator: list[Policy] = []
 
     def __bool__(self) -> bool:
         return bool(self.policies or self.operator_policies)
@@ -383,27 +400,34 @@ class Policies:
     def table(self, operator: bool) -> dict[str, Policy]:
         return self.operator_policies if operator else self.policies
 
-    def set(self, policy: Policy, operator: bool) -> bool:
-        """Add or replace (keeping its place); True if one of that name was there."""
-        table = self.table(operator)
-        existed = policy.name in table
-        table[policy.name] = policy
-        return existed
+    def _changed(self, operator: bool) -> None:
+        ordered = by_priority(self.table(operator).values())
+        if operator:
+            self._ordered_operator = ordered
+        else:
+            self._ordered = ordered
 
-    def clear(self, name: str, operator: bool) -> bool:
-        """Remove the one named ``name``; False if there was none."""
-        return self.table(operator).pop(name, None) is not None
+    def set(self, policy: Policy, operator: bool) -> Policy | None:
+        """Add or replace (keeping its place); the one it replaces, if any."""
+        table = self.table(operator)
+        replaced = table.get(policy.name)
+        table[policy.name] = policy
+        self._changed(operator)
+        return replaced
+
+    def clear(self, name: str, operator: bool) -> Policy | None:
+        """Remove the one named ``name``; it, or None if there was none."""
+        cleared = self.table(operator).pop(name, None)
+        if cleared is not None:
+            self._changed(operator)
+        return cleared
 
     def for_queue(self, type_name: str, name: str) -> tuple[Policy | None, Policy | None]:
         """The policy and the operator policy that apply to queue ``name`` of ``type_name``."""
-
-        def applies(p: Policy) -> bool:
-            return p.applies_to_queue(type_name, name)
-
-        return best(self.policies.values(), applies), best(self.operator_policies.values(), applies)
+        return first(self._ordered, type_name, name), first(self._ordered_operator, type_name, name)
 
     def for_exchange(self, name: str) -> Policy | None:
-        return best(self.policies.values(), lambda p: p.applies_to_exchange(name))
+        return first(self._ordered, EXCHANGE, name)
 
     def apply_to_queue(self, queue: Queue) -> None:
         """Give ``queue`` the policies that apply to it now, and run it with the arguments
@@ -426,3 +450,29 @@ class Policies:
         if ae is None and policy is not None:
             ae = policy.definition.get("alternate-exchange")
         exchange.alternate_exchange = ae if isinstance(ae, str) and ae else None
+
+    def reapply(
+        self,
+        old: Policy | None,
+        new: Policy | None,
+        operator: bool,
+        queues: Iterable[Queue],
+        exchanges: Iterable[Exchange],
+    ) -> None:
+        """Policy ``old`` was replaced by ``new`` (either None: set or cleared): the objects
+        it can change get the policies that apply to them now. Only those: the ones that
+        had ``old`` and those ``new`` applies to (the others' choice is as it was), so that
+        a change costs one pattern search per object, not one per policy."""
+        for q in queues:
+            had = q.operator_policy if operator else q.policy
+            if (had is not None and had is old) or (
+                new is not None and new.applies(q.type_name, q.name)
+            ):
+                self.apply_to_queue(q)
+        if operator:
+            return
+        for ex in exchanges:
+            if (ex.policy is not None and ex.policy is old) or (
+                new is not None and new.applies(EXCHANGE, ex.name)
+            ):
+                self.apply_to_exchange(ex)

@@ -27,7 +27,7 @@ from .field_types import amqp_type_name
 from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
-from .policies import Policies
+from .policies import Policies, Policy
 from .queue_types import QueueTypes
 from .queues import Queue, QueueContext, refuse_delivery_limit
 
@@ -344,13 +344,21 @@ class VirtualHost:
                 f"connection limit ({limit}) is reached"
             )
 
-    def reapply_policies(self) -> None:
-        """A policy was set or cleared: every queue and exchange takes the ones that apply
-        to it now (RabbitMQ re-applies them the same way)."""
-        for q in list(self.queues.values()):
-            self.policies.apply_to_queue(q)
-        for ex in self.exchanges.values():
-            self.policies.apply_to_exchange(ex)
+    def set_policy(self, policy: Policy, operator: bool = False) -> bool:
+        """Set (or replace) a policy or operator policy: the queues and exchanges it may
+        change take the policies that apply to them now, as RabbitMQ re-applies them.
+        True if one of that name was there."""
+        old = self.policies.set(policy, operator)
+        self.policies.reapply(old, policy, operator, self.queues.values(), self.exchanges.values())
+        return old is not None
+
+    def clear_policy(self, name: str, operator: bool = False) -> bool:
+        """Clear one, re-applying as ``set_policy`` does; False if there was none."""
+        old = self.policies.clear(name, operator)
+        if old is None:
+            return False
+        self.policies.reapply(old, None, operator, self.queues.values(), self.exchanges.values())
+        return True
 
     def _check_equivalent(
         self, q: Queue, durable: bool, auto_delete: bool, arguments: dict[str, Any]

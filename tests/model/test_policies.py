@@ -12,6 +12,7 @@ import pytest
 
 from broker.model.memory import MemoryGauge
 from broker.model.policies import (
+    EXCHANGE,
     Policy,
     PolicyError,
     effective_arguments,
@@ -40,8 +41,7 @@ def vhost() -> VirtualHost:
 
 
 def _set(vhost: VirtualHost, p: Policy, operator: bool = False) -> None:
-    vhost.policies.set(p, operator)
-    vhost.reapply_policies()
+    vhost.set_policy(p, operator)
 
 
 # -- matching -------------------------------------------------------------------------------
@@ -84,21 +84,21 @@ def test_apply_to_selects_the_kinds_of_object(
     apply_to: str, classic: bool, quorum: bool, stream: bool, exchange: bool
 ) -> None:
     p = policy("p", {"max-length-bytes": 10}, **{"apply-to": apply_to})
-    assert p.applies_to_queue("classic", "q") is classic
-    assert p.applies_to_queue("quorum", "q") is quorum
-    assert p.applies_to_queue("stream", "q") is stream
-    assert p.applies_to_exchange("q") is exchange
+    assert p.applies("classic", "q") is classic
+    assert p.applies("quorum", "q") is quorum
+    assert p.applies("stream", "q") is stream
+    assert p.applies(EXCHANGE, "q") is exchange
 
 
 def test_a_policy_with_a_key_the_queue_type_does_not_support_does_not_apply_to_it() -> None:
     stream_only = policy("p", {"max-age": "1D"})
-    assert not stream_only.applies_to_queue("classic", "q")
-    assert not stream_only.applies_to_queue("quorum", "q")
-    assert stream_only.applies_to_queue("stream", "q")
+    assert not stream_only.applies("classic", "q")
+    assert not stream_only.applies("quorum", "q")
+    assert stream_only.applies("stream", "q")
     quorum_only = policy("p", {"delivery-limit": 3})
-    assert quorum_only.applies_to_queue("quorum", "q")
-    assert not quorum_only.applies_to_queue("classic", "q")
-    assert not policy("p", {"max-length": 3}).applies_to_queue("stream", "q")
+    assert quorum_only.applies("quorum", "q")
+    assert not quorum_only.applies("classic", "q")
+    assert not policy("p", {"max-length": 3}).applies("stream", "q")
 
 
 def test_a_lower_priority_policy_applies_where_a_higher_one_has_an_unsupported_key(
@@ -216,8 +216,7 @@ def test_clearing_a_policy_restores_the_queues_own_arguments(vhost: VirtualHost)
     _set(vhost, policy("len", {"max-length": 1}))
     q = vhost.declare_queue("q1", owner=None, arguments={"x-max-length": 5})
     assert q.settings.max_length == 1
-    vhost.policies.clear("len", operator=False)
-    vhost.reapply_policies()
+    vhost.clear_policy("len")
     assert q.policy is None and q.settings.max_length == 5
 
 
@@ -226,6 +225,22 @@ def test_changing_a_policy_applies_its_new_definition(vhost: VirtualHost) -> Non
     q = vhost.declare_queue("q1", owner=None)
     _set(vhost, policy("len", {"max-length": 4}))
     assert q.settings.max_length == 4
+
+
+def test_a_change_moves_each_queue_to_the_policy_that_applies_now(vhost: VirtualHost) -> None:
+    _set(vhost, policy("a", {"max-length": 5}, priority=5))
+    _set(vhost, policy("b", {"max-length": 1}, priority=1))
+    q = vhost.declare_queue("q1", owner=None)
+    other = vhost.declare_queue("q2", owner=None)
+    assert (q.policy.name, other.policy.name) == ("a", "a")
+    _set(vhost, policy("a", {"max-length": 5}, priority=5, pattern="^q2$"))  # a: q2 only
+    assert (q.policy.name, q.settings.max_length, other.policy.name) == ("b", 1, "a")
+    _set(vhost, policy("c", {"max-length": 3}, priority=3))
+    _set(vhost, policy("d", {"max-length": 2}, priority=0))  # lower: changes nothing
+    assert (q.policy.name, q.settings.max_length, other.policy.name) == ("c", 3, "a")
+    vhost.clear_policy("c")
+    vhost.clear_policy("b")
+    assert (q.policy.name, q.settings.max_length) == ("d", 2)
 
 
 def test_an_operator_policy_applies_with_the_policy(vhost: VirtualHost) -> None:
@@ -255,8 +270,7 @@ def test_a_policy_gives_an_exchange_its_alternate_unless_it_has_one(vhost: Virtu
     own = vhost.declare_exchange("x2", "direct", arguments={"alternate-exchange": "mine"})
     assert (plain.policy.name, plain.alternate_exchange) == ("ae", "amq.fanout")
     assert own.alternate_exchange == "mine"
-    vhost.policies.clear("ae", operator=False)
-    vhost.reapply_policies()
+    vhost.clear_policy("ae")
     assert plain.policy is None and plain.alternate_exchange is None
 
 
