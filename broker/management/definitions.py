@@ -25,6 +25,7 @@ from .context import broker_of
 from .node import PRODUCT_NAME, RABBITMQ_VERSION
 from .overview import CLUSTER_NAME
 from .policies import set_limit, set_policy, sorted_policies
+from .policy_store import save_policies
 from .queues import MANAGEMENT_CLIENT
 from .responses import bad_request, dumps, flag, no_content, read_json, table, text
 from .users import (
@@ -257,7 +258,10 @@ async def import_all(request: web.Request) -> web.Response:
     require_tag(request, "administrator")
     doc = await read_json(request)
     _checked(doc, None, set(broker_of(request).vhosts))
-    _import(request, doc, None)
+    try:
+        _import(request, doc, None)
+    finally:
+        save_policies(broker_of(request))  # those set before a refusal stay set
     return no_content()
 
 
@@ -266,7 +270,10 @@ async def import_vhost(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     doc = await read_json(request)
     _checked(doc, vhost.name, {vhost.name})
-    _import(request, doc, vhost.name)
+    try:
+        _import(request, doc, vhost.name)
+    finally:
+        save_policies(broker_of(request))
     return no_content()
 
 

@@ -18,6 +18,7 @@ from ..model.vhost import VirtualHost
 from .auth import require_tag, vhost_for, vhosts_in_scope
 from .context import broker_of
 from .listing import list_response
+from .policy_store import save_policies
 from .responses import ApiError, bad_request, created, found, json_response, no_content, read_json
 
 #: The limits a vhost takes (RabbitMQ 4.0's ``vhost-limits``).
@@ -84,7 +85,9 @@ async def put_policy(request: web.Request) -> web.Response:
     _authorised(request)
     vhost = _vhost_or_404(request)
     body = await read_json(request)
-    return created(set_policy(vhost, request.match_info["name"], body, _is_operator(request)))
+    existed = set_policy(vhost, request.match_info["name"], body, _is_operator(request))
+    save_policies(broker_of(request))
+    return created(existed)
 
 
 async def delete_policy(request: web.Request) -> web.Response:
@@ -92,6 +95,7 @@ async def delete_policy(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     if not vhost.clear_policy(request.match_info["name"], _is_operator(request)):
         raise ApiError(404, "Object Not Found", "Not Found")
+    save_policies(broker_of(request))
     return no_content()
 
 
@@ -126,12 +130,14 @@ async def put_limit(request: web.Request) -> web.Response:
     if "value" not in body:
         bad_request("[{key_missing,value}]")
     set_limit(vhost, request.match_info["name"], body["value"])
+    save_policies(broker_of(request))
     return no_content()
 
 
 async def delete_limit(request: web.Request) -> web.Response:
     require_tag(request, "administrator")
     vhost_for(request).limits.pop(request.match_info["name"], None)
+    save_policies(broker_of(request))
     return no_content()
 
 

@@ -34,6 +34,7 @@ from . import (
 )
 from .auth import api_auth
 from .context import BROKER, SAMPLER
+from .policy_store import load_policies
 from .port_error import ManagementPortError
 from .rates import INTERVAL, RateSampler
 from .responses import ApiError, from_amqp
@@ -129,6 +130,7 @@ class ManagementServer:
         """Listen (and on ``prometheus_port`` for /metrics alone); a taken address raises
         ``ManagementPortError`` naming it."""
         config = self.config
+        load_policies(self.broker)
         self._runners.append(
             await _listen(
                 build_app(self.broker, self.sampler),

@@ -17,6 +17,7 @@ import io
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pika
@@ -488,3 +489,25 @@ def test_set_policy_over_the_cli_applies_and_lists_as_rabbitmqctl_lists_it(on: N
     assert on.ctl("list_vhost_limits", "-q") == '{"max-queues":100}\n'
     on.ctl("clear_vhost_limits")
     assert on.api.get("/api/vhost-limits/%2F") == []
+
+
+# -- across a restart (the bundled broker alone: RabbitMQ keeps them too, in its database) -
+
+
+def test_policies_and_limits_survive_a_restart_of_the_bundled_broker(tmp_path: Path) -> None:
+    body = {"pattern": "^kept", "definition": {"max-length": 2}, "priority": 1}
+    with Broker(data_dir=str(tmp_path)) as b:
+        api = Api(b.management_url)
+        api.ok("PUT", "/api/queues/%2F/kept-q", {"durable": True})
+        api.ok("PUT", "/api/policies/%2F/kept", body)
+        api.ok("PUT", "/api/operator-policies/%2F/cap", {**body, "definition": {"max-length": 1}})
+        api.ok("PUT", "/api/vhost-limits/%2F/max-queues", {"value": 50})
+        api.ok("PUT", "/api/policies/%2F/gone", {**body, "pattern": "^none"})
+        api.ok("DELETE", "/api/policies/%2F/gone")
+    with Broker(data_dir=str(tmp_path)) as b:
+        api = Api(b.management_url)
+        assert [p["name"] for p in api.get("/api/policies")] == ["kept"]
+        assert api.get("/api/operator-policies/%2F/cap")["definition"] == {"max-length": 1}
+        assert api.get("/api/vhost-limits/%2F") == [{"vhost": "/", "value": {"max-queues": 50}}]
+        queue = api.get("/api/queues/%2F/kept-q")
+        assert {k: queue[k] for k in POLICY_FIELDS} == applied("kept", "cap", {"max-length": 1})
