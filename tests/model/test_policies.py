@@ -19,7 +19,9 @@ from broker.model.policies import (
     merge_definitions,
     parse_policy,
 )
+from broker.model.queue_types import QueueTypes
 from broker.model.vhost import VirtualHost
+from broker.streams.queue import StreamQueue
 
 from .fakes import FakeClock, message
 
@@ -341,3 +343,20 @@ def test_a_policy_defaults_to_priority_0_applied_to_all() -> None:
         "definition": {"max-length": 1},
         "priority": 0,
     }
+
+
+def test_a_streams_retention_follows_its_policy_and_its_arguments_once_cleared() -> None:
+    vhost = VirtualHost(
+        "/", FakeClock(), MemoryGauge(1 << 30), queue_types=QueueTypes(stream=StreamQueue)
+    )
+    definition = {"max-age": "1h", "max-length-bytes": 1_000_000}
+    _set(vhost, policy("retention", definition, pattern="^st", **{"apply-to": "streams"}))
+    arguments = {"x-queue-type": "stream", "x-max-age": "7D"}
+    stream = vhost.declare_queue("st1", owner=None, durable=True, arguments=arguments)
+    try:
+        assert isinstance(stream, StreamQueue)
+        assert (stream.log.max_age_ms, stream.log.max_bytes) == (3_600_000, 1_000_000)
+        vhost.clear_policy("retention")
+        assert (stream.log.max_age_ms, stream.log.max_bytes) == (7 * 86_400_000, None)
+    finally:
+        vhost.delete_queue(stream)
