@@ -64,19 +64,30 @@ SOURCE, TUNED = "amqp source, defaults", f"amqp source, prefetch {SOURCE_PREFETC
 RAW, HAND_WRITTEN = "raw client consume", "pika + createDataFrame loop"
 
 
-def _fill(url: str, count: int) -> None:
-    """Purge the queue and publish ``count`` messages with confirms."""
+def _fill(url: str, count: int, queue: str = QUEUE, stream: bool = False) -> None:
+    """Purge ``queue`` (a stream queue, which cannot be purged: declare it anew) and publish
+    ``count`` messages with confirms."""
     with connect(url) as conn, conn.channel() as ch:
-        ch.queue_declare(QUEUE)
-        ch.queue_purge(QUEUE)
+        if stream:
+            ch.queue_delete(queue)
+            ch.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
+        else:
+            ch.queue_declare(queue)
+            ch.queue_purge(queue)
         ch.confirm_select()
         for first in range(0, count, 1000):
-            ch.basic_publish_batch("", [(QUEUE, BODY, None)] * min(1000, count - first))
+            ch.basic_publish_batch("", [(queue, BODY, None)] * min(1000, count - first))
         ch.wait_for_confirms(timeout=600)
 
 
 def _source_rate(spark: Any, url: str, count: int, scratch: Path, **options: str) -> float:
-    df = spark.readStream.format("amqp").options(uri=url, queue=QUEUE, **options).load()
+    df = spark.readStream.format("amqp").options(**{"uri": url, "queue": QUEUE, **options}).load()
+    return available_now_rate(df, count, scratch)
+
+
+def available_now_rate(df: Any, count: int, scratch: Path) -> float:
+    """rows/s of an AvailableNow run of the streaming ``df`` into ``noop``, from ``start()``
+    to the end of the run, checked to have read ``count`` rows."""
     checkpoint = scratch / f"ck-{time.monotonic_ns()}"
     start = time.perf_counter()
     query = (

@@ -47,7 +47,13 @@ def scheduled_seconds(pid: int) -> float:
     )
 
 
-def _cmdline(pid: int) -> str:
+def parent(pid: int) -> int | None:
+    """The parent of process ``pid`` (None once it is gone)."""
+    fields = _stat(pid)
+    return None if fields is None else int(fields[1])
+
+
+def command_line(pid: int) -> str:
     try:
         return (_PROC / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
     except (OSError, UnicodeDecodeError):
@@ -63,7 +69,7 @@ def rabbitmq_node_pid(port: int) -> int | None:
     ``RABBITMQ_NODE_PORT``, as the private nodes of tests/support/rabbitmq.py set it)."""
     wanted = f"RABBITMQ_NODE_PORT={port}".encode()
     for pid in _pids():
-        if "beam.smp" not in _cmdline(pid):
+        if "beam.smp" not in command_line(pid):
             continue
         try:
             environment = (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
@@ -93,7 +99,7 @@ def _kind(pid: int, me: int, broker: int | None) -> str:
         return "broker"
     if pid == me:
         return "driver"
-    line = _cmdline(pid)
+    line = command_line(pid)
     program = line.split(" ", 1)[0]
     if program.endswith("java"):
         return "jvm"
@@ -107,7 +113,11 @@ def _kind(pid: int, me: int, broker: int | None) -> str:
 class ProcessCPU:
     """``with ProcessCPU(broker_pid) as cpu: ...``, then ``cpu.seconds`` per kind (KINDS) and
     ``cpu.wall``: this process, its descendants and ``broker_pid`` (None: only a bundled
-    broker among the descendants is counted)."""
+    broker among the descendants is counted). A subclass groups processes otherwise by
+    overriding ``kinds`` and ``kind_of``."""
+
+    #: The groups ``seconds`` reports, as ``kind_of`` names them.
+    kinds: tuple[str, ...] = KINDS
 
     def __init__(self, broker_pid: int | None = None, interval: float = 0.2) -> None:
         self._broker, self._interval = broker_pid, interval
@@ -127,9 +137,13 @@ class ProcessCPU:
             if now is None:
                 continue
             if pid not in self._kinds:
-                self._kinds[pid] = _kind(pid, self._me, self._broker)
+                self._kinds[pid] = self.kind_of(pid)
                 self._first[pid] = now if not self._started else 0.0  # new: all of it counts
             self._last[pid] = now
+
+    def kind_of(self, pid: int) -> str:
+        """What process ``pid`` is for: one of ``kinds``, else not counted."""
+        return _kind(pid, self._me, self._broker)
 
     def _run(self) -> None:
         while not self._done.wait(self._interval):
@@ -152,7 +166,7 @@ class ProcessCPU:
 
     @property
     def seconds(self) -> dict[str, float]:
-        totals = dict.fromkeys(KINDS, 0.0)
+        totals = dict.fromkeys(self.kinds, 0.0)
         for pid, kind in self._kinds.items():
             if kind in totals:
                 totals[kind] += self._last[pid] - self._first[pid]

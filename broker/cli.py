@@ -18,7 +18,7 @@ import signal
 import sys
 
 from .config import BrokerConfig
-from .management import ManagementPortError, ctl
+from .management import ManagementPortError, ctl, streams_ctl
 from .server.app import BrokerServer
 from .server.descriptors import OpenFilesLimitError
 from .store import StoreError, default_data_dir
@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["ctl"]:
         return ctl.main(argv[1:])
+    if argv[:1] == ["streams"]:
+        return streams_ctl.main(argv[1:])
     args = parse_args(argv)
     config = BrokerConfig.from_toml(args.config) if args.config else BrokerConfig()
     for name in ("host", "port", "data_dir", "log_level", "open_files_limit"):

@@ -20,6 +20,7 @@ from amqp_protocol import SPEC_0_9_1, Properties
 from amqp_spark.schema import STRING_PROPERTIES
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 
+from . import super_stream
 from .columns import FILTER_VALUE_COLUMN, PROPERTY_COLUMNS, ColumnPlan
 from .settings import SinkSettings
 
@@ -80,6 +81,8 @@ def to_messages(
         body = body.cast(pa.binary())
     bodies = body.to_pylist()
     keys = _address(batch, plan, "routing_key", settings.routing_key, where)
+    if settings.super_stream is not None:
+        keys = super_stream.binding_keys(keys, settings, first_row)
 
     values: dict[str, list[Any]] = {
         name: _CONVERTERS[name](batch.column(plan.index[name]), name, where)

@@ -10,7 +10,10 @@ from amqp_spark.options import (
     ADDRESSES,
     ANY_STRING,
     BOOLEAN,
+    STRING,
     URI,
+    OptionError,
+    Requires,
     declared_options,
     integers,
     one_of,
@@ -118,10 +121,52 @@ class SinkSettings:
         doc="drop (and log) unknown columns instead of failing",
         details="ignore (with a logged note) columns the sink does not know instead of failing",
     )
+    super_stream: str | None = option(
+        "superStream",
+        STRING,
+        default_doc="none",
+        doc="write to this super stream: each row to one partition by its routing key "
+        "(`superStreamRouting`)",
+        details="the name of a RabbitMQ super stream: every row is published to its exchange "
+        "with the binding key of the partition its routing key (column or `routingKey`) "
+        "picks, as RabbitMQ's stream clients pick it; the `exchange` option is refused and an "
+        "`exchange` column ignored. See docs/super-streams.md",
+    )
+    super_stream_routing: str = option(
+        "superStreamRouting",
+        one_of(("hash", "key")),
+        default="hash",
+        doc="with `superStream`: `hash` (MurmurHash3 of the key, as the stream clients) or "
+        "`key` (the key is a partition's binding key)",
+        requires=Requires("superStream"),
+        details="with `superStream`: `hash` spreads keys over the partitions by MurmurHash3 "
+        "(seed 104729) modulo their number, in partition order, as the Java stream client; "
+        "`key` takes the routing key as the binding key (super streams made with "
+        "`--routing-keys`), a key no partition is bound with failing the task",
+    )
+    management_url: str | None = option(
+        "managementUrl",
+        STRING,
+        default_doc="none",
+        doc="with `superStream`: the management API that lists its partitions",
+        requires=Requires("superStream"),
+        details="with `superStream`: the management HTTP API (`http://host:15672`, the `uri`'s "
+        "user and password) that lists the partitions; else (or when it does not answer) "
+        "they are `<name>-0`, `<name>-1`, ... with binding keys `0`, `1`, ...",
+    )
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SinkSettings:
         values, _ = parse_options(raw, declared_options(cls), side="sink")
         # The URL the client connects with: with ``addresses``, every address is a host.
         values["uri"] = with_addresses(values["uri"], values["addresses"])
+        if values["super_stream"] is not None:
+            if values["exchange"] is not None:
+                raise OptionError(
+                    "exchange",
+                    values["exchange"],
+                    "no 'exchange' with 'superStream' (the super stream's exchange is used)",
+                    "set one of the two",
+                )
+            values["exchange"] = values["super_stream"]
         return cls(**values)

@@ -27,6 +27,7 @@ from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
 from amqp_spark.source.starting import First
 from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
+from amqp_spark.source.super_stream_stream import with_partitions
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection
@@ -44,6 +45,7 @@ class AMQPBatchReader(DataSourceReader):
         return self._queue_drains()
 
     def _stream_ranges(self) -> list[StreamRangePartition]:
+        self.options = with_partitions(self.options)  # superStream: its partition streams
         tails = StreamTails(self.options)
         try:
             start = tails.initial()

@@ -13,7 +13,9 @@ Two kinds, one per queue type:
   something on their channel, so tags of a dead connection are never acked on a new one.
 * :class:`StreamOffset` — stream queues keep their messages; an offset is, per queue, the
   next stream offset to read (exclusive end of what was read). Ranges of these replay
-  exactly.
+  exactly. A query of a super stream (``superStream``) has a :class:`SuperStreamOffset`:
+  the same per partition stream, under the super stream's name, so that a checkpoint of
+  one super stream (or of plain stream queues) is never taken for another.
 """
 
 from __future__ import annotations
@@ -77,8 +79,23 @@ class StreamOffset:
     def to_dict(self) -> dict[str, Any]:
         return sorted_dict({"kind": self.KIND, "queues": dict(self.positions)})
 
+    @property
+    def super_stream(self) -> str | None:
+        """The super stream these are the partitions of (None: stream queues)."""
+        return None
+
+    @staticmethod
+    def of(positions: Mapping[str, int], super_stream: str | None) -> StreamOffset:
+        """The offset of stream queues, or of the partitions of ``super_stream``."""
+        if super_stream is None:
+            return StreamOffset(positions)
+        return SuperStreamOffset(positions, super_stream)
+
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> StreamOffset:
+        """Either kind: the reader checks that it is the one it reads (``StreamTails``)."""
+        if isinstance(raw, Mapping) and raw.get("kind") == SuperStreamOffset.KIND:
+            return SuperStreamOffset.parse(raw)
         _expect_kind(raw, cls.KIND)
         queues = raw.get("queues")
         if not _positions(queues):
@@ -87,6 +104,31 @@ class StreamOffset:
 
     def __getitem__(self, queue: str) -> int:
         return self.positions[queue]
+
+
+@dataclass(frozen=True)
+class SuperStreamOffset(StreamOffset):
+    """Per partition stream of the super stream ``name``, the next offset to read."""
+
+    name: str = ""
+
+    KIND = "superStream"
+
+    @property
+    def super_stream(self) -> str | None:
+        return self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        return sorted_dict(
+            {"kind": self.KIND, "superStream": self.name, "partitions": dict(self.positions)}
+        )
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any]) -> SuperStreamOffset:
+        name, partitions = raw.get("superStream"), raw.get("partitions")
+        if not isinstance(name, str) or not name or not _positions(partitions):
+            raise OffsetError(f"not a super-stream offset of the amqp source: {raw!r}")
+        return cls(dict(partitions), name)
 
 
 def to_json(offset: ClassicOffset | StreamOffset) -> str:

@@ -11,6 +11,7 @@ import json
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -114,6 +115,14 @@ _STREAM_ONLY = Requires(
 )
 
 
+def _also_set(named: list[str]) -> str:
+    """What is wrong with the queue-naming options ``named`` (not exactly one)."""
+    if not named:
+        return "none is set"
+    others = " and ".join(repr(n) for n in named[1:])
+    return f"{others} {'is' if len(named) == 2 else 'are'} also set"
+
+
 @dataclass(frozen=True)
 class SourceOptions:
     """The parsed, cross-checked options of one ``load()``: one field per option, declared
@@ -150,8 +159,10 @@ class SourceOptions:
         "queue",
         NAMES,
         default=(),
-        doc="one or more queue names, comma-separated; exactly one of `queue` / `exchange`",
-        details="one or more queue names, comma-separated. Exactly one of `queue` / `exchange`.",
+        doc="one or more queue names, comma-separated; exactly one of `queue` / `exchange` / "
+        "`superStream`",
+        details="one or more queue names, comma-separated. Exactly one of `queue` / `exchange` / "
+        "`superStream`.",
     )
     exchange: str | None = option(
         "exchange",
@@ -348,6 +359,33 @@ class SourceOptions:
         "if it is missing or names no query checkpoint (a `metadata` file in it). Parsed and "
         "unused with stream queues and other triggers.",
     )
+    super_stream: str | None = option(
+        "superStream",
+        STRING,
+        doc="read every partition of this super stream as one source (stream offsets per "
+        "partition); instead of `queue`",
+        requires=Requires(
+            "queueType", ("stream",), "a super stream's partitions are stream queues"
+        ),
+        details="the name of a RabbitMQ super stream (`rabbitmq-streams add_super_stream`): "
+        "its partition streams are read as one source, each with its own offsets, in "
+        "parallel by the executors. Implies `queueType` `stream`; `startingOffsets` and "
+        "`endingOffsets` take partition names (`invoices-0`) as keys. The partitions are "
+        "found through `managementUrl` when given, else by their names (`<name>-0`, "
+        "`<name>-1`, ...). See docs/super-streams.md.",
+    )
+    management_url: str | None = option(
+        "managementUrl",
+        STRING,
+        default_doc="none",
+        doc="with `superStream`: the management API (`http://host:15672`) that lists its "
+        "partitions; else they are found by name",
+        requires=Requires("superStream"),
+        details="with `superStream`: the broker's management HTTP API (`http://host:15672`, "
+        "the `uri`'s user and password), which lists the super stream's bindings: needed for "
+        "a super stream made with `--routing-keys`; without it (or when it does not answer) "
+        "the partitions are `<name>-0`, `<name>-1`, ... as `--partitions` names them.",
+    )
     given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
     @property
@@ -379,18 +417,32 @@ class SourceOptions:
 
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SourceOptions:
+        if raw_value(raw, "superStream") is not None and raw_value(raw, "queueType") is None:
+            raw = {**raw, "queueType": "stream"}  # a super stream's partitions are streams
         values, given = parse_options(raw, declared_options(cls), side="source")
         # The URL the client connects with, carried to every connection the source opens
         # (driver and executors): with ``addresses``, every address is one of its hosts.
         values["uri"] = with_addresses(values["uri"], values["addresses"])
         parsed = cls(**values, given=given)
-        if bool(parsed.queues) == (parsed.exchange is not None):
+        named = [
+            n
+            for n, v in (
+                ("queue", parsed.queues),
+                ("exchange", parsed.exchange),
+                ("superStream", parsed.super_stream),
+            )
+            if v
+        ]
+        if len(named) != 1:
             raise OptionError(
                 "queue",
                 ",".join(parsed.queues) or None,
-                "exactly one of 'queue' (comma-separated names) or 'exchange' (with 'bindingKeys')",
-                "'exchange' is also set" if parsed.queues else "neither is set",
+                "exactly one of 'queue' (comma-separated names), 'exchange' (with "
+                "'bindingKeys') or 'superStream'",
+                _also_set(named),
             )
+        if parsed.super_stream is not None:  # keys are checked once the partitions are known
+            return parsed
         if isinstance(parsed.starting_offsets, starting.Offsets):
             parsed._check_queues_named(parsed.starting_offsets.per_queue, "startingOffsets", raw)
         if isinstance(parsed.ending_offsets, dict):
@@ -423,6 +475,18 @@ class SourceOptions:
         else:
             problem = "it holds no streaming query checkpoint (no 'metadata' file)"
         raise OptionError("checkpointLocation", str(path), _CHECKPOINT_ACCEPTED, problem)
+
+    def check_partitions_named(self, partitions: tuple[str, ...]) -> None:
+        """With ``superStream``: the per-queue keys of ``startingOffsets`` and
+        ``endingOffsets`` are among its ``partitions``."""
+        raw = {"startingOffsets": starting.to_json(self.starting_offsets)}
+        if isinstance(self.ending_offsets, dict):
+            raw["endingOffsets"] = json.dumps(self.ending_offsets, sort_keys=True)
+        checked = dataclass_replace(self, queues=partitions)
+        if isinstance(self.starting_offsets, starting.Offsets):
+            checked._check_queues_named(self.starting_offsets.per_queue, "startingOffsets", raw)
+        if isinstance(self.ending_offsets, dict):
+            checked._check_queues_named(self.ending_offsets, "endingOffsets", raw)
 
     def start_of(self, queue: str) -> starting.QueueStart:
         """Where ``queue`` starts when the query has no checkpoint."""

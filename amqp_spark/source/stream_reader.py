@@ -7,10 +7,13 @@ from amqp_spark.source.classic_stream import ClassicQueueStream
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.queue_stream import QueueStream
 from amqp_spark.source.stream_queue_stream import StreamQueueStream
+from amqp_spark.source.super_stream_stream import SuperStreamQueueStream
 
 
 def stream_reader(options: SourceOptions) -> QueueStream:
     """The streaming reader of ``options``' queue type."""
+    if options.super_stream is not None:
+        return SuperStreamQueueStream(options)
     if options.is_stream:
         return StreamQueueStream(options)
     return ClassicQueueStream(options)

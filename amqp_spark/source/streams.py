@@ -32,7 +32,7 @@ from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, o
 from amqp_spark.source.data_loss import lost
 from amqp_spark.source.filter_plan import ExactRead, MatchesSeen
 from amqp_spark.source.limits import Limits
-from amqp_spark.source.offsets import StreamOffset
+from amqp_spark.source.offsets import OffsetError, StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.resume import resuming
@@ -185,7 +185,10 @@ class StreamTails:
     def initial(self) -> StreamOffset:
         """Where a query without a checkpoint starts, per ``startingOffsets``."""
         ends = self.ends()
-        return StreamOffset({q: self._resolve(q, self._options.start_of(q), ends[q]) for q in ends})
+        return StreamOffset.of(
+            {q: self._resolve(q, self._options.start_of(q), ends[q]) for q in ends},
+            self._options.super_stream,
+        )
 
     def _resolve(self, queue: str, start: QueueStart, end: int) -> int:
         if isinstance(start, Exactly):
@@ -216,6 +219,7 @@ class StreamTails:
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes
         are estimated from the average message size seen)."""
+        self._check_reads(start)
         ends = self.ends()
         room = limits.max_rows
         if limits.max_bytes is not None and self._count:
@@ -229,7 +233,26 @@ class StreamTails:
                 take = min(take, room)
                 room -= take
             positions[queue] = begin + take
-        return StreamOffset(positions)
+        return StreamOffset.of(positions, self._options.super_stream)
+
+    def _check_reads(self, start: StreamOffset) -> None:
+        """A checkpoint's offset is of what this query reads: the same super stream (or
+        none) and, for a super stream, the same partitions (a super stream's partitions
+        are fixed once made; a checkpoint naming others is of another stream)."""
+        wanted = self._options.super_stream
+        if start.super_stream != wanted:
+            held = "stream queues" if start.super_stream is None else repr(start.super_stream)
+            reads = "stream queues" if wanted is None else f"super stream {wanted!r}"
+            raise OffsetError(
+                f"the checkpoint holds offsets of {held} but this query reads {reads} "
+                f"(offset {start.to_dict()!r}); use a new checkpointLocation"
+            )
+        if wanted is not None and set(start.positions) != set(self._options.queues):
+            raise OffsetError(
+                f"the checkpoint holds offsets of partitions {sorted(start.positions)} but "
+                f"super stream {wanted!r} now has {list(self._options.queues)}; use a new "
+                "checkpointLocation"
+            )
 
     def report(self) -> dict[str, int]:
         with self._lock:

@@ -10,53 +10,18 @@ JSON instead. Exit status: 0 done, 64 bad usage, 69 broker unreachable, 70 refus
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote
 
-EX_USAGE, EX_UNAVAILABLE, EX_SOFTWARE = 64, 69, 70
+from . import ctl_policies
+from .ctl_api import EX_USAGE, Api, CtlError, q
+from .ctl_api import arity as _arity
+
 DEFAULT_URL = "http://127.0.0.1:15672/"
-
-
-class CtlError(Exception):
-    def __init__(self, message: str, status: int = EX_SOFTWARE) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Api:
-    def __init__(self, url: str, username: str, password: str, timeout: float) -> None:
-        self.base = url.rstrip("/") + "/api"
-        token = base64.b64encode(f"{username}:{password}".encode()).decode()
-        self.headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json"}
-        self.timeout = timeout
-
-    def call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.base + path, data=data, method=method, headers=self.headers
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as e:
-            try:
-                reason = json.loads(e.read()).get("reason", e.reason)
-            except ValueError:
-                reason = e.reason
-            raise CtlError(f"{method} {path}: {e.code} {reason}") from None
-        except OSError as e:
-            raise CtlError(f"cannot reach {self.base}: {e}", EX_UNAVAILABLE) from None
-        return json.loads(raw) if raw.strip() else None
-
-
-def q(name: str) -> str:
-    return quote(name, safe="")
 
 
 #: rabbitmqctl column name -> the API field (dotted) it shows, where they differ
@@ -150,12 +115,6 @@ def listing(api: Api, opts: argparse.Namespace) -> int:
     for row in rows:
         print("\t".join(_cell(row[c]) for c in columns))
     return 0
-
-
-def _arity(opts: argparse.Namespace, *names: str) -> list[str]:
-    if len(opts.args) != len(names):
-        raise CtlError(f"{opts.verb} takes {' '.join(f'<{n}>' for n in names)}", EX_USAGE)
-    return list(opts.args)
 
 
 def add_user(api: Api, opts: argparse.Namespace) -> int:
@@ -298,6 +257,7 @@ VERBS: dict[str, Callable[[Api, argparse.Namespace], int]] = {
     "close_connection": close_connection,
     "purge_queue": purge_queue,
     "status": status,
+    **ctl_policies.VERBS,
 }
 
 
@@ -313,19 +273,30 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("-s", "--silent", action="store_true", help="no header row either")
     p.add_argument("--formatter", choices=("table", "json"), default="table")
     p.add_argument("-t", "--timeout", type=float, default=60.0, help="seconds per request")
+    ctl_policies.add_options(p)
     p.add_argument("verb", choices=sorted(VERBS), metavar="VERB", help=", ".join(sorted(VERBS)))
     p.add_argument("args", nargs="*")
-    return p.parse_args(argv)
+    return p.parse_intermixed_args(argv)
 
 
 def main(argv: list[str]) -> int:
+    return run_verb(parse, VERBS, argv)
+
+
+def run_verb(
+    parse: Callable[[list[str]], argparse.Namespace],
+    verbs: dict[str, Callable[[Api, argparse.Namespace], int]],
+    argv: list[str],
+) -> int:
+    """Parse ``argv`` and run its verb against the API; the exit status (also of the
+    ``amqp-broker streams`` commands)."""
     try:
         opts = parse(argv)
     except SystemExit as e:
         return EX_USAGE if e.code else 0
     api = Api(opts.url, opts.username, opts.password, opts.timeout)
     try:
-        return VERBS[opts.verb](api, opts)
+        return verbs[opts.verb](api, opts)
     except CtlError as e:
         print(f"Error: {e}", file=sys.stderr)
         return e.status

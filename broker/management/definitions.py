@@ -1,7 +1,9 @@
 """``/api/definitions`` (and per vhost): export and import the broker's topology in
 RabbitMQ's definitions format, so that a file exported by RabbitMQ imports here and the
 reverse. Exclusive queues, the standard exchanges and the default exchange's bindings are
-not exported (RabbitMQ leaves them out too); policies and parameters are empty here.
+not exported (RabbitMQ leaves them out too). Policies are in ``policies``; operator policies
+and vhost limits are ``parameters`` of the components ``operator_policy`` and
+``vhost-limits``, as RabbitMQ 4.0 exports them.
 
 An import is checked as a whole (shapes, names, vhosts) before anything is declared, so that
 a malformed file changes nothing; a declaration the model refuses (an inequivalent queue,
@@ -22,6 +24,8 @@ from .bindings import bindings_in
 from .context import broker_of
 from .node import PRODUCT_NAME, RABBITMQ_VERSION
 from .overview import CLUSTER_NAME
+from .policies import set_limit, set_policy, sorted_policies
+from .policy_store import save_policies
 from .queues import MANAGEMENT_CLIENT
 from .responses import bad_request, dumps, flag, no_content, read_json, table, text
 from .users import (
@@ -40,14 +44,14 @@ SECTIONS = {
     "vhosts": ("name",),
     "permissions": ("user", "vhost", "configure", "write", "read"),
     "topic_permissions": ("user", "vhost", "exchange", "write", "read"),
-    "parameters": (),
+    "parameters": ("name", "component"),
     "global_parameters": (),
-    "policies": (),
+    "policies": ("name",),
     "queues": ("name",),
     "exchanges": ("name", "type"),
     "bindings": ("source", "destination", "destination_type", "routing_key"),
 }
-_PER_VHOST = ("queues", "exchanges", "bindings")
+_PER_VHOST = ("queues", "exchanges", "bindings", "policies", "parameters")
 
 
 def _header() -> dict[str, Any]:
@@ -101,6 +105,33 @@ def _topology(vhost: VirtualHost, with_vhost: bool) -> dict[str, list[dict[str, 
     }
 
 
+def _parameters(vhost: VirtualHost, with_vhost: bool) -> list[dict[str, Any]]:
+    """Its operator policies and limits, as RabbitMQ exports them (runtime parameters)."""
+    where = {"vhost": vhost.name} if with_vhost else {}
+    found: list[dict[str, Any]] = [
+        {
+            "value": {
+                "pattern": p.pattern,
+                "definition": dict(p.definition),
+                "priority": p.priority,
+                "apply-to": p.apply_to,
+            },
+            **where,
+            "component": "operator_policy",
+            "name": p.name,
+        }
+        for p in sorted_policies(list(vhost.policies.operator_policies.values()))
+    ]
+    if vhost.limits:
+        limits = {"value": dict(vhost.limits), **where}
+        found.append({**limits, "component": "vhost-limits", "name": "limits"})
+    return found
+
+
+def _policies(vhost: VirtualHost, with_vhost: bool) -> list[dict[str, Any]]:
+    return [p.as_json(with_vhost) for p in sorted_policies(list(vhost.policies.policies.values()))]
+
+
 def _download(request: web.Request, body: dict[str, Any]) -> web.Response:
     headers = {}
     if request.query.get("download"):
@@ -120,9 +151,9 @@ async def export_all(request: web.Request) -> web.Response:
         ],
         "permissions": permissions_list(broker),
         "topic_permissions": topic_permissions_list(broker),
-        "parameters": [],
+        "parameters": [p for v in broker.vhosts.values() for p in _parameters(v, True)],
         "global_parameters": [{"name": "cluster_name", "value": CLUSTER_NAME}],
-        "policies": [],
+        "policies": [p for v in broker.vhosts.values() for p in _policies(v, True)],
         "queues": [],
         "exchanges": [],
         "bindings": [],
@@ -136,7 +167,13 @@ async def export_all(request: web.Request) -> web.Response:
 async def export_vhost(request: web.Request) -> web.Response:
     require_tag(request, "administrator")
     vhost = vhost_for(request)
-    body = {**_header(), "parameters": [], "policies": [], **_topology(vhost, False)}
+    body = {
+        **_header(),
+        "limits": dict(vhost.limits) if vhost.limits else [],
+        "parameters": _parameters(vhost, False),
+        "policies": _policies(vhost, False),
+        **_topology(vhost, False),
+    }
     return _download(request, body)
 
 
@@ -181,6 +218,16 @@ def _import(request: web.Request, doc: dict[str, Any], only_vhost: str | None) -
         for item in doc.get("topic_permissions", []):
             set_topic_permission(broker, item["vhost"], item["user"], item)
         save_access(broker)
+    for item in doc.get("policies", []):
+        vhost = broker.vhosts[only_vhost or item["vhost"]]
+        set_policy(vhost, item["name"], item, operator=False)
+    for item in doc.get("parameters", []):
+        vhost = broker.vhosts[only_vhost or item["vhost"]]
+        if item.get("component") == "operator_policy":
+            set_policy(vhost, item["name"], table(item, "value"), operator=True)
+        elif item.get("component") == "vhost-limits":
+            for name, value in table(item, "value").items():
+                set_limit(vhost, name, value)
     for item in doc.get("exchanges", []):
         vhost = broker.vhosts[only_vhost or item["vhost"]]
         vhost.declare_exchange(
@@ -211,7 +258,10 @@ async def import_all(request: web.Request) -> web.Response:
     require_tag(request, "administrator")
     doc = await read_json(request)
     _checked(doc, None, set(broker_of(request).vhosts))
-    _import(request, doc, None)
+    try:
+        _import(request, doc, None)
+    finally:
+        save_policies(broker_of(request))  # those set before a refusal stay set
     return no_content()
 
 
@@ -220,7 +270,10 @@ async def import_vhost(request: web.Request) -> web.Response:
     vhost = vhost_for(request)
     doc = await read_json(request)
     _checked(doc, vhost.name, {vhost.name})
-    _import(request, doc, vhost.name)
+    try:
+        _import(request, doc, vhost.name)
+    finally:
+        save_policies(broker_of(request))
     return no_content()
 
 

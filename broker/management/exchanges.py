@@ -38,8 +38,9 @@ def exchange_info(request: web.Request, vhost: VirtualHost, ex: Exchange) -> dic
         "auto_delete": ex.auto_delete,
         "internal": ex.internal,
         "arguments": ex.arguments,
-        "policy": None,
     }
+    if ex.policy is not None:  # RabbitMQ 4.0 shows none when there is none
+        info["policy"] = ex.policy.name
     stats = message_stats(ex.stats, sampler_of(request).rates(ex), EXCHANGE_FIELDS)
     if stats is not None:
         info["message_stats"] = stats

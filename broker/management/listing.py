@@ -122,15 +122,18 @@ def _has(item: Any, path: list[str]) -> bool:
     return True
 
 
-async def arrange(items: list[Item], query: Any) -> Any:
-    """The list (or page) a list request asks for."""
+async def arrange(
+    items: list[Item], query: Any, default_sort: tuple[str, ...] = _DEFAULT_SORT
+) -> Any:
+    """The list (or page) a list request asks for; unless it says how to sort, by the
+    ``default_sort`` fields the items have (none: in the order given)."""
     total = len(items)
     items = await _filtered(items, query)
     sort = query.get("sort")
     paths = (
         tuple(sort.split(","))
         if sort
-        else tuple(p for p in _DEFAULT_SORT if items and p in items[0])
+        else tuple(p for p in default_sort if items and p in items[0])
     )
     reverse = query.get("sort_reverse", "false").lower() == "true"
     if paths:
@@ -177,9 +180,11 @@ async def _streamed(request: web.Request, items: list[Item]) -> web.StreamRespon
     return response
 
 
-async def list_response(request: web.Request, items: list[Item]) -> web.StreamResponse:
+async def list_response(
+    request: web.Request, items: list[Item], default_sort: tuple[str, ...] = _DEFAULT_SORT
+) -> web.StreamResponse:
     """The answer to a list request for ``items`` (build them with ``sliced``)."""
-    answer = await arrange(items, request.query)
+    answer = await arrange(items, request.query, default_sort)
     if isinstance(answer, dict):  # a page: at most MAX_PAGE_SIZE items
         return json_response(answer)
     return await _streamed(request, answer)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 #: The RabbitMQ release whose behaviour the broker follows; tools read it from here to know
 #: which API they speak to (``product_name``/``product_version`` name this broker).
-RABBITMQ_VERSION = "3.10.8"
+RABBITMQ_VERSION = "4.0.5"
 PRODUCT_NAME = "amqp-spark broker"
 STARTED = time.time()
 

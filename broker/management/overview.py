@@ -129,12 +129,8 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_get("/api/cluster-name", get_cluster_name)
     for path in (
         "/api/extensions",
-        "/api/policies",
-        "/api/policies/{vhost}",
-        "/api/operator-policies",
         "/api/parameters",
         "/api/global-parameters",
-        "/api/vhost-limits",
         "/api/feature-flags",
     ):
         router.add_get(path, empty_list)

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from amqp_protocol import SPEC_0_9_1
 
+from ..model.policies import merge_definitions
 from ..model.queues import Queue
 from ..model.vhost import VirtualHost
 from .auth import access_in, authorize, vhost_for, vhosts_in_scope
@@ -40,6 +41,16 @@ class ManagementClient:
 MANAGEMENT_CLIENT = ManagementClient()
 
 
+def policy_fields(q: Queue) -> dict[str, Any]:
+    """The policy and operator policy applied to ``q``, and what they make together."""
+    policy, operator = q.policy, q.operator_policy
+    return {
+        "policy": None if policy is None else policy.name,
+        "operator_policy": None if operator is None else operator.name,
+        "effective_policy_definition": merge_definitions(policy, operator),
+    }
+
+
 def queue_info(request: web.Request, vhost: VirtualHost, q: Queue) -> dict[str, Any]:
     rates = sampler_of(request).rates(q)
     counts = depths(q)
@@ -54,8 +65,7 @@ def queue_info(request: web.Request, vhost: VirtualHost, q: Queue) -> dict[str, 
         "exclusive": q.exclusive,
         "arguments": q.arguments,
         "consumers": q.consumer_count,
-        "policy": None,
-        "effective_policy_definition": {},
+        **policy_fields(q),
         "exclusive_consumer_tag": None,
         "message_bytes_ready": q.ready_bytes,
         **counts,

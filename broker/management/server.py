@@ -27,12 +27,14 @@ from . import (
     exchanges,
     metrics,
     overview,
+    policies,
     queues,
     users,
     vhosts,
 )
 from .auth import api_auth
 from .context import BROKER, SAMPLER
+from .policy_store import load_policies
 from .port_error import ManagementPortError
 from .rates import INTERVAL, RateSampler
 from .responses import ApiError, from_amqp
@@ -80,6 +82,7 @@ def build_app(broker: ManagedBroker, sampler: RateSampler) -> web.Application:
         exchanges,
         queues,
         bindings,
+        policies,
         definitions,
         metrics,
         console,
@@ -127,6 +130,7 @@ class ManagementServer:
         """Listen (and on ``prometheus_port`` for /metrics alone); a taken address raises
         ``ManagementPortError`` naming it."""
         config = self.config
+        load_policies(self.broker)
         self._runners.append(
             await _listen(
                 build_app(self.broker, self.sampler),

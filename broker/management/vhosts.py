@@ -14,6 +14,7 @@ from .auth import require_tag, vhost_for, visible_vhosts
 from .context import broker_of, sampler_of
 from .listing import list_response
 from .node import node_name
+from .policy_store import save_policies
 from .rates import queue_totals, with_details
 from .responses import bad_request, created, json_response, no_content, read_json
 
@@ -95,6 +96,7 @@ async def delete_vhost_handler(request: web.Request) -> web.Response:
     broker = broker_of(request)
     delete_vhost(broker, vhost)
     save_access(broker)
+    save_policies(broker)
     return no_content()
 
 

@@ -79,6 +79,8 @@ class Exchange:
     """An exchange: its declaration and its bindings. Subclasses implement ``route``."""
 
     type_name: ClassVar[str]
+    #: The policy applied to it (a ``policies.Policy``, set by ``Policies.apply_to_exchange``).
+    policy: Any = None
 
     def __init__(
         self,

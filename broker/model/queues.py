@@ -472,6 +472,10 @@ class Queue:
     refused_consume_args: tuple[str, ...] = ("x-stream-offset",)
     #: Arguments of this type compared on redeclaration, besides the common ones.
     equivalent_type_args: tuple[str, ...] = ()
+    #: The policy and operator policy applied to it (``policies.Policy``s, set by
+    #: ``Policies.apply_to_queue`` when it is declared and when a policy changes).
+    policy: Any = None
+    operator_policy: Any = None
 
     def __init__(
         self,
@@ -489,7 +493,7 @@ class Queue:
         self.owner = owner
         self.auto_delete = auto_delete
         self.arguments = dict(arguments or {})
-        self.settings = self._checked_settings()
+        self.settings = self._checked_settings(self.arguments)
         self.ready = ReadyMessages(
             (self.settings.max_priority or 0) + 1, context.memory, context.store.spill_fifo
         )
@@ -515,17 +519,35 @@ class Queue:
     def __repr__(self) -> str:
         return f"<queue {self.name!r}>"
 
-    def _checked_settings(self) -> QueueSettings:
+    def _checked_settings(self, arguments: dict[str, Any]) -> QueueSettings:
         """The declaration validated (a queue type may check more than the arguments), as
-        the settings the queue runs with."""
-        settings = QueueSettings(self.name, self.context.vhost, self.arguments)
-        for name in self.arguments:
+        the settings the queue runs with; ``arguments``: the declared ones, or those
+        policies make of them (``apply_arguments``)."""
+        settings = QueueSettings(self.name, self.context.vhost, arguments)
+        for name in arguments:
             if name in _OTHER_TYPES_ARGS:
                 raise errors.PreconditionFailed(
                     f"PRECONDITION_FAILED - invalid arg '{name}' for queue '{self.name}' in "
                     f"vhost '{self.context.vhost}' of queue type {self.rabbit_type}"
                 )
         return settings
+
+    def apply_arguments(self, arguments: dict[str, Any]) -> None:
+        """Run from now on with ``arguments`` (the declared ones as the effective policy
+        makes them): new limits apply at once (a lower ``max-length`` drops or dead-letters
+        the oldest, as a publish would), a new ``expires`` restarts its countdown; messages
+        already queued keep the expiry they got."""
+        self.settings = self._checked_settings(arguments)
+        self.touch()
+        if self.settings.overflow in _DROPPING_MODES:
+            self._drop_over_limit()
+
+    def _drop_over_limit(self) -> None:
+        """Past a limit, let the oldest (drop-head) or the lowest priority go, as ``maxlen``."""
+        ready = self.ready
+        take = ready.popleft if self.settings.overflow == "drop-head" else ready.pop_lowest
+        while ready and self._full():
+            self._drop(take(), "maxlen")
 
     @property
     def exclusive(self) -> bool:
@@ -559,10 +581,7 @@ class Queue:
         ttl = self._ttl(message)
         self._append(message, ttl)
         if s.overflow in _DROPPING_MODES:
-            ready = self.ready
-            take = ready.popleft if s.overflow == "drop-head" else ready.pop_lowest
-            while ready and self._full():
-                self._drop(take(), "maxlen")
+            self._drop_over_limit()
         if self.consumers:
             self.dispatch()
         if ttl is not None:

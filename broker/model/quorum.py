@@ -123,7 +123,7 @@ class QuorumQueue(Queue):
     def _where(self) -> str:
         return f"queue '{self.name}' in vhost '{self.context.vhost}'"
 
-    def _checked_settings(self) -> QueueSettings:
+    def _checked_settings(self, arguments: dict[str, Any]) -> QueueSettings:
         """RabbitMQ's order: the name, argument values, arguments of other types, then the
         properties."""
         # The virtual host has already refused user-chosen "amq." names: this one is generated.
@@ -132,7 +132,7 @@ class QuorumQueue(Queue):
                 "PRECONDITION_FAILED - Cannot declare a server-named queue for type "
                 f"{self.rabbit_type}"
             )
-        args = self.arguments
+        args = arguments
         where = f"for {self._where}"
         own = {k: v for k, v in args.items() if k not in ("x-delivery-limit", "x-max-priority")}
         settings = QueueSettings(self.name, self.context.vhost, own)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import datetime
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from amqp_protocol import errors
@@ -26,6 +27,7 @@ from .field_types import amqp_type_name
 from .memory import MemoryGauge
 from .message import Message
 from .persistence import InMemory, Persistence
+from .policies import Policies, Policy
 from .queue_types import QueueTypes
 from .queues import Queue, QueueContext, refuse_delivery_limit
 
@@ -93,6 +95,10 @@ class VirtualHost:
         self.lanes: dict[Queue, dict[str, Queue]] = {}
         #: For each destination, the exchanges that have bindings to it.
         self._sources: dict[Destination, set[Exchange]] = {}
+        #: Its policies and operator policies, applied at declaration and when they change.
+        self.policies = Policies()
+        #: Its limits (``max-queues``, ``max-connections``; negative: none), as set.
+        self.limits: dict[str, int] = {}
 
     def _where(self) -> str:
         return f"in vhost '{self.name}'"
@@ -139,6 +145,8 @@ class VirtualHost:
                 arguments=arguments,
             )
             self.exchanges[name] = ex
+            if self.policies:
+                self.policies.apply_to_exchange(ex)
             if durable:
                 self.store.exchange_declared(self.name, ex)
             return ex
@@ -294,6 +302,7 @@ class VirtualHost:
             )
         if factory is Queue and classic_refuses_delivery_limit:
             refuse_delivery_limit(name, self.name, arguments)
+        self._check_queue_limit(name)
         if "x-queue-type" not in arguments:
             # RabbitMQ 4.0 stamps the type into the arguments of every queue declared
             # without one (AMQP, HTTP PUT, definitions): its API and exports show it.
@@ -307,10 +316,49 @@ class VirtualHost:
             arguments=arguments,
         )
         self.queues[name] = q
+        if self.policies:
+            self.policies.apply_to_queue(q)
         self.exchanges[""].bind(q, name, {})
         if durable:
             self.store.queue_declared(self.name, q)
         return q
+
+    def _check_queue_limit(self, name: str) -> None:
+        """406 for a new queue past ``max-queues`` (RabbitMQ's text)."""
+        limit = self.limits.get("max-queues", -1)
+        if 0 <= limit <= len(self.queues):
+            raise errors.PreconditionFailed(
+                f"PRECONDITION_FAILED - cannot declare queue '{name}': queue limit in vhost "
+                f"'{self.name}' ({limit}) is reached"
+            )
+
+    def check_connection_limit(self, user: str, connections: Iterable[Any]) -> None:
+        """530 for a connection.open past ``max-connections`` (``connections``: the
+        broker's, those open on this vhost count), with RabbitMQ's text."""
+        limit = self.limits.get("max-connections", -1)
+        if limit < 0:
+            return
+        if limit <= sum(1 for c in connections if c.vhost is self and c.opened):
+            raise errors.NotAllowed(
+                f"NOT_ALLOWED - access to vhost '{self.name}' refused for user '{user}': "
+                f"connection limit ({limit}) is reached"
+            )
+
+    def set_policy(self, policy: Policy, operator: bool = False) -> bool:
+        """Set (or replace) a policy or operator policy: the queues and exchanges it may
+        change take the policies that apply to them now, as RabbitMQ re-applies them.
+        True if one of that name was there."""
+        old = self.policies.set(policy, operator)
+        self.policies.reapply(old, policy, operator, self.queues.values(), self.exchanges.values())
+        return old is not None
+
+    def clear_policy(self, name: str, operator: bool = False) -> bool:
+        """Clear one, re-applying as ``set_policy`` does; False if there was none."""
+        old = self.policies.clear(name, operator)
+        if old is None:
+            return False
+        self.policies.reapply(old, None, operator, self.queues.values(), self.exchanges.values())
+        return True
 
     def _check_equivalent(
         self, q: Queue, durable: bool, auto_delete: bool, arguments: dict[str, Any]

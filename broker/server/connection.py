@@ -43,6 +43,7 @@ from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
 from ..version import __version__
 from .abc import Respond, Server
+from .after_close import discard_until_closed
 from .channel import ServerChannel
 from .connection_view import ConnectionSnapshot, address
 from .content_pump import ContentPump
@@ -718,6 +719,7 @@ class AMQPConnection(asyncio.Protocol):
         user = self.config.users[self.user or ""]
         if vhost is None:
             raise errors.NotAllowed(f"NOT_ALLOWED - vhost {name} not found")
+        vhost.check_connection_limit(user.name, self.server.connections)
         if name not in user.permissions:
             raise errors.NotAllowed(
                 f"NOT_ALLOWED - access to vhost '{name}' refused for user '{user.name}'"
@@ -746,10 +748,26 @@ class AMQPConnection(asyncio.Protocol):
         return sum(1 for c in self.server.connections if c.user == user.name and c.opened)
 
     def _close(self, m: ConnectionClose) -> None:
+        """close-ok, then read and discard until the client closes its end (after_close):
+        nothing it sent after its close is handled (``_closed`` stops the events)."""
         log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
         self._lose_channels()
+        if self.vhost is not None:
+            self.vhost.delete_owned_by(self)  # at the close, as RabbitMQ deletes them
         self.send_method(0, self.handshake.close_ok())
-        self.abort()
+        self._flush()
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        heartbeat, frame_max = self.heartbeat, self.proto.frame_max
+        # What the protocol layer holds of a frame not all read yet: the reading goes on
+        # from there (it read the rest of this read's frames, which go unhandled).
+        unread = bytes(self.proto._buffer)
+        discard_until_closed(self, transport, self.loop, heartbeat, frame_max, unread)
 
     def _close_ok(self, m: ConnectionCloseOk) -> None:
         self.abort()

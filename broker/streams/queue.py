@@ -40,7 +40,7 @@ from .chunk_filter import (
     filter_value_of,
 )
 from .delivery import OFFSET_HEADER, chunk_deliveries
-from .log import SegmentedLog, now_ms
+from .log import DEFAULT_MAX_SEGMENT_BYTES, SegmentedLog, now_ms
 from .offset_spec import (
     CrashesRabbitMQ,
     InvalidInterval,
@@ -221,6 +221,13 @@ class StreamQueue(Queue):
         self._pending_filter_values: list[str] = []  #: x-stream-filter-value of each
         self._cursors: dict[Consumer, int] = {}
         self._filters: dict[Consumer, ConsumerFilter] = {}
+
+    def apply_arguments(self, arguments: dict[str, Any]) -> None:
+        """Retention and segment size as the effective policy makes them (a stream's policy
+        wins over its arguments, RabbitMQ 4.0): the log applies them from its next write."""
+        s = self.stream_settings = StreamSettings(self.name, self.context.vhost, arguments)
+        self.log.max_bytes, self.log.max_age_ms = s.max_bytes, s.max_age_ms
+        self.log.max_segment_bytes = s.max_segment_bytes or DEFAULT_MAX_SEGMENT_BYTES
 
     @property
     def _where(self) -> str:

@@ -1,6 +1,7 @@
 """The web console in a real browser (Debian's chromium, headless, installed by
 scripts/install-apt-tool.sh): log in, then the overview, queues, a queue's page (get and
-publish), connections (close one), users and definitions, each saved as a screenshot under
+publish), connections (close one), users, policies (add, delete, shown on the queue's
+page) and definitions, each saved as a screenshot under
 ``$AMQP_SPARK_ARTIFACTS/console`` (default ``test-artifacts/console``)."""
 
 from __future__ import annotations
@@ -82,11 +83,52 @@ async def _drive(broker: Broker, api: Api) -> None:
         await browser.evaluate("location.hash = '#users'; true")
         await browser.wait_for("document.body.innerText.includes('administrator')")
         await browser.screenshot(ARTIFACTS / "5-users.png")
+
+        await _policies(browser, api)
         await browser.evaluate("location.hash = '#definitions'; true")
         await browser.wait_for("!!document.getElementById('import')")
         await browser.screenshot(ARTIFACTS / "6-definitions.png")
     finally:
         await browser.stop()
+
+
+def _fill(form: str, values: dict[str, str]) -> str:
+    """Script that fills the console's form ``form`` with ``values`` and submits it."""
+    sets = "".join(
+        f"document.querySelector('#{form} [name={name}]').value = {json.dumps(value)};"
+        for name, value in values.items()
+    )
+    return sets + f"document.querySelector('#{form} button').click(); true"
+
+
+async def _policies(browser: Chromium, api: Api) -> None:
+    """The Policies page: add a policy and an operator policy with its forms, see them
+    listed and on the queue's page, delete the policy with its button."""
+    await browser.evaluate("location.hash = '#policies'; true")
+    await browser.wait_for("!!document.getElementById('add-policy')")
+    policy = {"name": "orders-cap", "pattern": "^orders$", "definition": '{"max-length": 10}'}
+    await browser.evaluate(_fill("add-policy", policy))
+    await browser.wait_for(f"{_text('#add-policy .result')} === 'done'")
+    operator = {"name": "ops-cap", "pattern": "^orders", "definition": '{"max-length": 8}'}
+    await browser.evaluate(_fill("add-operator-policy", operator))
+    await browser.wait_for(f"{_text('#add-operator-policy .result')} === 'done'")
+    await browser.wait_for("document.body.innerText.includes('ops-cap')")
+    assert api.get("/api/policies/%2F/orders-cap")["apply-to"] == "queues"
+    await browser.screenshot(ARTIFACTS / "5b-policies.png")
+    await browser.evaluate("location.hash = '#queue/%2F/orders'; true")
+    effective = '{"max-length":8}'
+    await browser.wait_for(f"document.body.innerText.includes({json.dumps(effective)})")
+    text = await browser.evaluate("document.body.innerText")
+    assert "orders-cap" in text and "ops-cap" in text
+    await browser.screenshot(ARTIFACTS / "5c-queue-policy.png")
+    await browser.evaluate("location.hash = '#policies'; true")
+    await browser.wait_for("!!document.querySelector('button.delete-policy')")
+    await browser.evaluate("document.querySelector('button.delete-policy').click(); true")
+    deadline = time.monotonic() + 10
+    while api.get("/api/policies"):
+        assert time.monotonic() < deadline, "the policy was not deleted"
+        await asyncio.sleep(0.1)
+    assert api.get("/api/queues/%2F/orders")["policy"] is None
 
 
 def test_the_console_shows_and_steers_the_broker_in_chromium(broker: Broker, api: Api) -> None:
@@ -114,5 +156,7 @@ def test_the_console_shows_and_steers_the_broker_in_chromium(broker: Broker, api
         "3b-exchanges.png",
         "4-connections.png",
         "5-users.png",
+        "5b-policies.png",
+        "5c-queue-policy.png",
         "6-definitions.png",
     ]

@@ -19,6 +19,7 @@ import pytest
 
 from broker import Broker
 from tests.support.fixtures import in_ci, private_rabbitmq_node
+from tests.support.rabbitmq import rabbitmq4_root
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 
@@ -33,7 +34,7 @@ def _canonical(item: Any) -> str:
 
 
 class Admin:
-    def __init__(self, management_url: str, tmp: Path) -> None:
+    def __init__(self, management_url: str, tmp: Path, script: Path = RABBITMQADMIN) -> None:
         parts = urlsplit(management_url)
         self.base = [
             "-H",
@@ -48,10 +49,11 @@ class Admin:
             "raw_json",
         ]
         self.tmp = tmp
+        self.script = script
 
     def run(self, *args: str) -> str:
         done = subprocess.run(
-            [sys.executable, str(RABBITMQADMIN), *self.base, *args],
+            [sys.executable, str(self.script), *self.base, *args],
             capture_output=True,
             text=True,
             timeout=60,
@@ -270,3 +272,39 @@ def test_rabbitmqadmin_gives_the_same_answers_on_both_brokers(
         if got != expected
     ]
     assert differences == [], json.dumps(differences, indent=1)
+
+
+def _script_or_skip(script: Path) -> None:
+    if not script.exists():
+        reason = f"{script} is missing (scripts/install-rabbitmq.sh, install-rabbitmq4.sh)"
+        if in_ci():
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+@pytest.mark.parametrize("release", ["3.10", "4.0"])
+def test_both_rabbitmqadmins_read_the_version_and_manage_policies(
+    release: str, tmp_path: Path
+) -> None:
+    """Debian's rabbitmqadmin (3.10.8) and RabbitMQ 4.0.5's (the trixie root's) against the
+    bundled broker, which reports the 4.0 release it follows: declare, list and delete a
+    policy and an operator policy."""
+    script = RABBITMQADMIN if release == "3.10" else rabbitmq4_root() / "usr/bin/rabbitmqadmin"
+    _script_or_skip(script)
+    with Broker() as b:
+        admin = Admin(b.management_url, tmp_path, script)
+        assert admin.json("show", "overview")[0]["rabbitmq_version"].startswith("4.0.")
+        definition = 'definition={"max-length": 5}'
+        admin.run("declare", "policy", "name=short", "pattern=^q", definition, "priority=1")
+        admin.run("declare", "operator_policy", "name=cap", "pattern=^q", definition)
+        admin.run("declare", "queue", "name=q1")
+        assert admin.json("list", "policies", "name", "definition", "priority") == [
+            {"name": "short", "definition": {"max-length": 5}, "priority": 1}
+        ]
+        assert admin.json("list", "operator_policies", "name") == [{"name": "cap"}]
+        assert admin.json("list", "queues", "name", "policy", "operator_policy") == [
+            {"name": "q1", "policy": "short", "operator_policy": "cap"}
+        ]
+        admin.run("delete", "policy", "name=short")
+        admin.run("delete", "operator_policy", "name=cap")
+        assert admin.json("list", "policies") == []

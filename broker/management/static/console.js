@@ -171,6 +171,9 @@ async function queue(vhost, name) {
     ["Publish /s", () => rate(x.message_stats, "publish"), true],
     ["Deliver /s", () => rate(x.message_stats, "deliver_get"), true],
     ["Arguments", () => esc(JSON.stringify(x.arguments))],
+  ], [x]) + "<h2>Policy</h2>" + table([
+    ["Policy", () => esc(x.policy ?? "")], ["Operator policy", () => esc(x.operator_policy ?? "")],
+    ["Effective policy definition", () => esc(JSON.stringify(x.effective_policy_definition ?? {}))],
   ], [x]) + "<h2>Bindings</h2>" + table([
     ["From exchange", (b) => esc(b.source || "(default)")], ["Routing key", (b) => esc(b.routing_key)],
     ["Arguments", (b) => esc(JSON.stringify(b.arguments))],
@@ -250,6 +253,35 @@ async function users() {
     { configure: v.configure, write: v.write, read: v.read }));
 }
 
+// Policies and operator policies: each listed with a Delete button, and a form to add one
+// (the definition as JSON, as rabbitmqctl set_policy takes it).
+const POLICY_KINDS = [["policies", "Policies", "policy"], ["operator-policies", "Operator policies", "operator-policy"]];
+
+async function policies() {
+  const g = generation;
+  const lists = await Promise.all(POLICY_KINDS.map(([kind]) => api("GET", "/" + kind)));
+  if (g !== generation) return;
+  main.innerHTML = POLICY_KINDS.map(([kind, title, id], i) => `<h2>${title}</h2>` + table([
+    ["Virtual host", (p) => esc(p.vhost)], ["Name", (p) => esc(p.name)], ["Pattern", (p) => esc(p.pattern)],
+    ["Apply to", (p) => esc(p["apply-to"])], ["Definition", (p) => esc(JSON.stringify(p.definition))],
+    ["Priority", (p) => esc(p.priority), true],
+    ["", (p) => `<button class="delete-${id} danger" data-vhost="${esc(p.vhost)}" data-name="${esc(p.name)}">Delete</button>`],
+  ], lists[i]) + `<h2>Add ${title.toLowerCase().replace(/ies$/, "y")}</h2>` +
+    form("add-" + id, [["vhost", "Virtual host", "/"], ["name", "Name"], ["pattern", "Pattern", "^"],
+                       ["apply-to", "Apply to", "queues"], ["priority", "Priority", "0"],
+                       ["definition", "Definition (JSON)", '{"max-length": 1000}']], "Add " + title.toLowerCase().replace(/ies$/, "y"))
+  ).join("");
+  for (const [kind, , id] of POLICY_KINDS) {
+    onSubmit("add-" + id, (v) => {
+      let definition;
+      try { definition = JSON.parse(v.definition); } catch (error) { throw new Error(`definition: ${error.message}`); }
+      return api("PUT", `/${kind}/${q(v.vhost)}/${q(v.name)}`,
+        { pattern: v.pattern, "apply-to": v["apply-to"], priority: Number(v.priority), definition });
+    });
+    onClick(`button.delete-${id}`, (data) => api("DELETE", `/${kind}/${q(data.vhost)}/${q(data.name)}`));
+  }
+}
+
 async function definitions() {
   main.innerHTML = `<h2>Export definitions</h2>
     <button id="export">Download broker definitions</button>
@@ -283,7 +315,7 @@ async function definitions() {
 
 // -- routing, refresh and login --------------------------------------------------------------
 
-const VIEWS = { overview, queues, queue, exchanges, connections, users, definitions };
+const VIEWS = { overview, queues, queue, exchanges, connections, users, policies, definitions };
 
 async function show(fromTimer) {
   const editing = main.contains(document.activeElement) && document.activeElement.tagName !== "BUTTON";
