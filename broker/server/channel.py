@@ -52,7 +52,8 @@ from amqp_protocol.values import encode_shortstr
 
 from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration
-from ..model.queues import Consumer, Queue, consumer_priority
+from ..model.queue_arguments import consumer_priority
+from ..model.queues import Consumer, Queue
 from ..model.stats import MessageStats
 from .abc import Connection, Unacked
 from .dialect import ChannelHandler, ContentHandler, Dialect

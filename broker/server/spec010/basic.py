@@ -33,7 +33,8 @@ from amqp_protocol.generated.spec_0_10 import (
 )
 
 from ...model.message import QueuedMessage
-from ...model.queues import Consumer, Queue, consumer_priority
+from ...model.queue_arguments import consumer_priority
+from ...model.queues import Consumer, Queue
 from ..abc import Channel
 from ..dialect import ChannelHandler
 from ..prefetch_size import within_prefetch_size
