@@ -103,7 +103,7 @@ def _with_death(message: Message, headers: dict[str, Any], exchange: str, key: s
         }
     else:
         dead = with_headers(message, headers, replace=True)
-    dead.exchange, dead.routing_key, dead._envelope = exchange, key, None
+    dead.readdress(exchange, key)
     return dead
 
 
