@@ -10,11 +10,9 @@ the culprit method.
 from __future__ import annotations
 
 import base64
-import bisect
 import contextlib
 import itertools
 import os
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, cast
 
@@ -57,10 +55,8 @@ from ..model.queues import Consumer, Queue
 from ..model.stats import MessageStats
 from .abc import Connection, Unacked
 from .dialect import ChannelHandler, ContentHandler, Dialect
-
-
-def _sequence(confirm: tuple[int, bool]) -> int:
-    return confirm[0]
+from .publisher_confirms import PublisherConfirms
+from .transactions import Transaction
 
 
 def _generated_tag(prefix: str) -> str:
@@ -82,18 +78,10 @@ class ServerChannel:
         self.prefetch = 0  #: basic.qos global=false: the limit of consumers created from now on
         self.channel_prefetch = 0  #: basic.qos global=true: shared by all consumers of the channel
         self.flow_active = True
-        self.confirming = False
-        self._publish_seq = 0
-        self._confirms: list[tuple[int, bool]] = []
-        #: Publishes whose confirms wait for the store's journal, in order; the confirms
-        #: from the first of them on are held back.
-        self._journal_waiting: deque[int] = deque()
-        #: Queues that buffer publishes (streams), flushed before confirms go out.
-        self._unflushed: set[Queue] = set()
-        self.transactional = False
-        #: (exchange, message, mandatory, headers as published: they route)
-        self._tx_publishes: list[tuple[Exchange, Message, bool, dict[str, Any]]] = []
-        self._tx_settles: list[tuple[str, int, Unacked]] = []
+        #: publisher confirms, once confirm.select made the channel confirm
+        self.confirms: PublisherConfirms | None = None
+        #: the open transaction, once tx.select made the channel transactional
+        self.tx: Transaction | None = None
         self.last_queue: str | None = None
         self.closed = False
         self.stats = MessageStats()
@@ -106,6 +94,14 @@ class ServerChannel:
         self._honours_immediate = dialect.honours_immediate
         self._alternates_chain = dialect.alternates_chain
         self.dialect_state = dialect.channel_state()
+
+    @property
+    def confirming(self) -> bool:
+        return self.confirms is not None
+
+    @property
+    def transactional(self) -> bool:
+        return self.tx is not None
 
     def send(self, method: Method) -> None:
         self.conn.send_method(self.id, method)
@@ -214,8 +210,7 @@ class ServerChannel:
             consumer.queue.remove_consumer(consumer)
         self.consumers.clear()
         # Settlements of an uncommitted transaction never happened.
-        held = [item for _, _, item in self._tx_settles]
-        self._tx_settles.clear()
+        held = [] if self.tx is None else self.tx.drop_settles()
         self._requeue([*self.unacked.values(), *held])
         self.unacked.clear()
         self.conn.stats.add(self.stats)
@@ -482,8 +477,8 @@ class ServerChannel:
 
     def settle_or_hold(self, action: str, tag: int, multiple: bool) -> None:
         taken = self.take_unacked(tag, multiple)
-        if self.transactional:
-            self._tx_settles.extend((action, t, item) for t, item in taken)
+        if self.tx is not None:
+            self.tx.hold_settles(action, taken)
         else:
             self.settle(action, [item for _, item in taken])
 
@@ -534,8 +529,8 @@ class ServerChannel:
             headers = {}
         message = Message(m.exchange, m.routing_key, properties, body, blind_keys=blind_keys)
         self.conn.published(len(body))
-        if self.transactional:
-            self._tx_publishes.append((exchange, message, m.mandatory, headers))
+        if self.tx is not None:
+            self.tx.publishes.append((exchange, message, m.mandatory, headers))
         else:
             self._enqueue(exchange, message, m.mandatory, headers)
 
@@ -546,6 +541,7 @@ class ServerChannel:
         the message."""
         queues = self.vhost.route(exchange, message.routing_key, headers, self._alternates_chain)
         accepted, journaled = True, False
+        confirms = self.confirms
         self.stats.publish += 1
         exchange.stats.publish_in += 1
         if not queues:
@@ -558,103 +554,60 @@ class ServerChannel:
                 )
                 self.conn.send_content(self.id, returned, message.properties, message.body)
         else:
-            token = (self, self._publish_seq + 1) if self.confirming else None
+            token = None if confirms is None else confirms.next_token()
             journaled = self.vhost.store.message_routed(message, queues, token)
             exchange.stats.publish_out += 1
             for q in queues:
                 q.stats.publish += 1
                 if not q.publish(message):
                     accepted = False
-                if q.buffers_publishes and self.confirming:
-                    self._unflushed.add(q)
-        if self.confirming:
-            self._publish_seq += 1
-            if journaled:
-                self._journal_waiting.append(self._publish_seq)
-            if not self._confirms:
-                self.conn.confirms_pending(self)
-            self._confirms.append((self._publish_seq, accepted))
+                if q.buffers_publishes and confirms is not None:
+                    confirms.buffered_by(q)
+        if confirms is not None:
+            confirms.published(accepted, journaled)
         return journaled
 
-    def journal_done(self, sequence_numbers: list[int], ok: bool) -> None:
-        """The store wrote (or failed to write) these publishes: their confirms may go,
-        as nacks if it failed."""
-        if self.closed:
-            return
-        done = set(sequence_numbers)
-        waiting = self._journal_waiting
-        while waiting and waiting[0] in done:
-            waiting.popleft()
-        if not ok:
-            self._confirms = [(seq, good and seq not in done) for seq, good in self._confirms]
-        self.flush_confirms()
-
     def flush_confirms(self) -> None:
-        """Send the confirms collected while reading: runs of acks as one multiple ack.
-        Buffering queues are flushed first; confirms still waiting for the journal stay.
-        None once the channel is closed (see ``teardown``)."""
-        if self.closed:
-            return
-        for q in self._unflushed:
-            q.flush()
-        self._unflushed.clear()
-        held = len(self._confirms)
-        if self._journal_waiting:
-            held = bisect.bisect_left(self._confirms, self._journal_waiting[0], key=_sequence)
-        confirms, self._confirms = self._confirms[:held], self._confirms[held:]
-        if not confirms:
-            return  # and 0-9, which has no basic.nack, never looks one up
-        self.stats.confirm += len(confirms)
-        ack, nack = self._m("basic.ack"), self._m("basic.nack")
-        run_start: int | None = None
-        last = 0
-        for seq, ok in confirms:
-            if ok:
-                if run_start is None:
-                    run_start = seq
-                last = seq
-                continue
-            if run_start is not None:
-                self.send(ack(delivery_tag=last, multiple=last > run_start))
-                run_start = None
-            self.send(nack(delivery_tag=seq, multiple=False, requeue=False))
-        if run_start is not None:
-            self.send(ack(delivery_tag=last, multiple=last > run_start))
+        """Send the confirms owed (``PublisherConfirms.flush``)."""
+        if self.confirms is not None:
+            self.confirms.flush()
 
     def _confirm_select(self, m: ConfirmSelect) -> None:
-        if self.transactional:
+        if self.tx is not None:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - cannot switch from tx to confirm mode"
             )
-        self.confirming = True
+        if self.confirms is None:
+            self.confirms = PublisherConfirms(self, self.stats)
         if not m.no_wait:
             self.send(self._m("confirm.select-ok")())
 
     # -- tx -----------------------------------------------------------------------------------
 
     def _tx_select(self, m: TxSelect) -> None:
-        if self.confirming:
+        if self.confirms is not None:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - cannot switch from confirm to tx mode"
             )
-        self.transactional = True
+        if self.tx is None:
+            self.tx = Transaction()
         self.send(self._m("tx.select-ok")())
 
-    def require_tx(self) -> None:
-        if not self.transactional:
+    def _open_tx(self) -> Transaction:
+        if self.tx is None:
             raise errors.PreconditionFailed("PRECONDITION_FAILED - channel is not transactional")
+        return self.tx
+
+    def require_tx(self) -> None:
+        self._open_tx()
 
     def take_tx_requeues(self) -> list[Unacked]:
-        """The open transaction's requeues (nacks and rejects with requeue), taken out of it:
-        0-9 requeues them elsewhere at commit."""
-        requeued = [item for action, _, item in self._tx_settles if action == "requeue"]
-        self._tx_settles = [s for s in self._tx_settles if s[0] != "requeue"]
-        return requeued
+        """The open transaction's requeues, taken out of it: 0-9 requeues them elsewhere at
+        commit."""
+        return self._open_tx().take_requeues()
 
     def _tx_commit(self, m: TxCommit) -> None:
-        self.require_tx()
-        publishes, self._tx_publishes = self._tx_publishes, []
-        settles, self._tx_settles = self._tx_settles, []
+        publishes, settles = self._open_tx().take()
         journaled = [self._enqueue(*publish) for publish in publishes]
         for action, _, item in settles:
             self.settle(action, [item])
@@ -663,12 +616,7 @@ class ServerChannel:
         self.send(self._m("tx.commit-ok")())
 
     def _tx_rollback(self, m: TxRollback) -> None:
-        self.require_tx()
-        self._tx_publishes.clear()
-        # Rolled-back acks leave their deliveries unacknowledged, as before the ack.
-        self.unacked.update((tag, item) for _, tag, item in self._tx_settles)
-        self.unacked = dict(sorted(self.unacked.items()))
-        self._tx_settles.clear()
+        self.unacked = self._open_tx().roll_back(self.unacked)
         self.send(self._m("tx.rollback-ok")())
 
 
