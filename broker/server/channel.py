@@ -1,7 +1,9 @@
-"""One AMQP channel on the server: the exchange, queue, basic, confirm and tx methods.
+"""One AMQP channel on the server: its state, the exchange and queue operations, the basic,
+confirm and tx methods.
 
 Methods are dispatched by name through the handlers of the connection's dialect
-(``dialect.py``), which build on ``CORE_HANDLERS`` and on the channel's public operations
+(``dialect.py``), which build on ``CORE_HANDLERS`` (``core_handlers.py``: the exchange and
+queue methods are answered there) and on the channel's public operations
 (``abc.Channel``). Handlers raise ``AMQPError``s (the model raises RabbitMQ's errors); the
 connection turns a soft one into channel.close and a hard one into connection.close, naming
 the culprit method.
@@ -14,7 +16,7 @@ import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 from amqp_protocol import Method, errors
 from amqp_protocol.generated.any_version import (
@@ -33,15 +35,8 @@ from amqp_protocol.generated.any_version import (
     ChannelCloseOk,
     ChannelFlow,
     ConfirmSelect,
-    ExchangeBind,
     ExchangeDeclare,
-    ExchangeDelete,
-    ExchangeUnbind,
-    QueueBind,
     QueueDeclare,
-    QueueDelete,
-    QueuePurge,
-    QueueUnbind,
     TxCommit,
     TxRollback,
     TxSelect,
@@ -54,7 +49,7 @@ from ..model.queue_arguments import consumer_priority
 from ..model.queues import Consumer, Queue
 from ..model.stats import MessageStats
 from .abc import Connection, Unacked
-from .dialect import ChannelHandler, ContentHandler, Dialect
+from .dialect import Dialect
 from .publisher_confirms import PublisherConfirms
 from .transactions import Transaction
 
@@ -236,9 +231,6 @@ class ServerChannel:
 
     # -- exchange -----------------------------------------------------------------------------
 
-    def _exchange_declare(self, m: ExchangeDeclare) -> None:
-        self.declare_exchange(m, durable=m.durable, auto_delete=m.auto_delete)
-
     def declare_exchange(self, m: ExchangeDeclare, *, durable: bool, auto_delete: bool) -> None:
         """exchange.declare, the exchange durable and auto-deleted as ``durable`` and
         ``auto_delete`` say (0-9 keeps an existing exchange's)."""
@@ -254,28 +246,9 @@ class ServerChannel:
         if not m.no_wait:
             self.send(self._m("exchange.declare-ok")())
 
-    def _exchange_delete(self, m: ExchangeDelete) -> None:
-        self.vhost.delete_exchange(m.exchange, if_unused=m.if_unused)
-        if not m.no_wait:
-            self.send(self._m("exchange.delete-ok")())
-
-    def _exchange_bind(self, m: ExchangeBind) -> None:
-        self.vhost.exchange(m.source)  # a missing source is named first, as RabbitMQ does
-        destination = self.vhost.exchange(m.destination)
-        self.vhost.bind(destination, m.source, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self.send(self._m("exchange.bind-ok")())
-
-    def _exchange_unbind(self, m: ExchangeUnbind) -> None:
-        with self._unbinding():
-            destination = self.vhost.exchange(m.destination)
-            self.vhost.unbind(destination, m.source, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self.send(self._m("exchange.unbind-ok")())
-
     # -- queue --------------------------------------------------------------------------------
 
-    def _queue_name(self, name: str) -> str:
+    def queue_name(self, name: str) -> str:
         """The name of the queue a method names; "" means the last declared on this channel."""
         if name:
             return name
@@ -285,16 +258,7 @@ class ServerChannel:
 
     def queue_named(self, name: str) -> Queue:
         """The queue a method names; "" means the queue last declared on this channel."""
-        return self.vhost.queue(self._queue_name(name), self.conn)
-
-    def _queue_declare(self, m: QueueDeclare) -> None:
-        q = self.declare_queue(m, durable=m.durable, auto_delete=m.auto_delete)
-        if not m.no_wait:
-            self.send(
-                self._m("queue.declare-ok")(
-                    queue=q.name, message_count=q.message_count, consumer_count=q.consumer_count
-                )
-            )
+        return self.vhost.queue(self.queue_name(name), self.conn)
 
     def declare_queue(self, m: QueueDeclare, *, durable: bool, auto_delete: bool) -> Queue:
         """queue.declare, without its reply, the queue durable and auto-deleted as
@@ -313,22 +277,8 @@ class ServerChannel:
         self.last_queue = q.name
         return q
 
-    def _queue_bind(self, m: QueueBind) -> None:
-        self.vhost.exchange(m.exchange)  # a missing source is named first, as RabbitMQ does
-        q = self.queue_named(m.queue)
-        self.vhost.bind(q, m.exchange, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self.send(self._m("queue.bind-ok")())
-
-    def _queue_unbind(self, m: QueueUnbind) -> None:
-        name = self._queue_name(m.queue)
-        with self._unbinding():
-            q = self.vhost.queue(name, self.conn)
-            self.vhost.unbind(q, m.exchange, m.routing_key, m.arguments)
-        self.send(self._m("queue.unbind-ok")())
-
     @contextlib.contextmanager
-    def _unbinding(self) -> Iterator[None]:
+    def unbinding(self) -> Iterator[None]:
         """In 0-9-1 (``Dialect.unbind_missing_is_ok``) an unbind whose queue or exchange is
         missing is answered unbind-ok, as RabbitMQ 4 does (measured on 4.0.5: after an
         auto-delete queue or exchange went, as aio-pika's RPC pattern and its
@@ -339,19 +289,6 @@ class ServerChannel:
         except errors.NotFound:
             if not self.dialect.unbind_missing_is_ok:
                 raise
-
-    def _queue_purge(self, m: QueuePurge) -> None:
-        count = self.queue_named(m.queue).purge()
-        if not m.no_wait:
-            self.send(self._m("queue.purge-ok")(message_count=count))
-
-    def _queue_delete(self, m: QueueDelete) -> None:
-        name = m.queue or self.last_queue or ""
-        count = self.vhost.delete_queue_named(
-            name, self.conn, if_unused=m.if_unused, if_empty=m.if_empty
-        )
-        if not m.no_wait:
-            self.send(self._m("queue.delete-ok")(message_count=count))
 
     # -- basic: consuming ---------------------------------------------------------------------
 
@@ -618,40 +555,3 @@ class ServerChannel:
     def _tx_rollback(self, m: TxRollback) -> None:
         self.unacked = self._open_tx().roll_back(self.unacked)
         self.send(self._m("tx.rollback-ok")())
-
-
-_CORE_HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
-    "channel.close": ServerChannel._channel_close,
-    "channel.close-ok": ServerChannel._channel_close_ok,
-    "channel.flow": ServerChannel._channel_flow,
-    "channel.flow-ok": ServerChannel._ignore,
-    "exchange.declare": ServerChannel._exchange_declare,
-    "exchange.delete": ServerChannel._exchange_delete,
-    "exchange.bind": ServerChannel._exchange_bind,
-    "exchange.unbind": ServerChannel._exchange_unbind,
-    "queue.declare": ServerChannel._queue_declare,
-    "queue.bind": ServerChannel._queue_bind,
-    "queue.unbind": ServerChannel._queue_unbind,
-    "queue.purge": ServerChannel._queue_purge,
-    "queue.delete": ServerChannel._queue_delete,
-    "basic.qos": ServerChannel._basic_qos,
-    "basic.consume": ServerChannel._basic_consume,
-    "basic.cancel": ServerChannel._basic_cancel,
-    "basic.get": ServerChannel._basic_get,
-    "basic.ack": ServerChannel._basic_ack,
-    "basic.nack": ServerChannel._basic_nack,
-    "basic.reject": ServerChannel._basic_reject,
-    "basic.recover": ServerChannel._basic_recover,
-    "basic.recover-async": ServerChannel._basic_recover,
-    "confirm.select": ServerChannel._confirm_select,
-    "tx.select": ServerChannel._tx_select,
-    "tx.commit": ServerChannel._tx_commit,
-    "tx.rollback": ServerChannel._tx_rollback,
-}
-#: The channel methods every dialect starts from (0-9-1's, as RabbitMQ answers them), and its
-#: content-bearing ones. The core calls each handler with its ``ServerChannel``; a dialect's
-#: own handlers need only the public surface (``abc.Channel``), hence the one table type.
-CORE_HANDLERS = cast(dict[str, ChannelHandler], _CORE_HANDLERS)
-CORE_CONTENT_HANDLERS = cast(
-    dict[str, ContentHandler], {"basic.publish": ServerChannel.basic_publish}
-)
