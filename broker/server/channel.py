@@ -107,7 +107,7 @@ class ServerChannel:
     # -- DeliverySink -------------------------------------------------------------------------
 
     def can_deliver(self, consumer: Consumer) -> bool:
-        if not (self.flow_active and self.conn.writable):
+        if not (self.flow_active and self.conn.output.writable):
             return False
         if consumer.no_ack:
             return True
@@ -159,7 +159,7 @@ class ServerChannel:
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self.track_delivery(consumer, queue, entry)
-        self.conn.send_delivery(
+        self.conn.output.send_delivery(
             self.id, self._tag_bytes[consumer], tag, entry.redelivered, queue.as_delivered(entry)
         )
 
@@ -491,7 +491,7 @@ class ServerChannel:
                 )
                 self.conn.send_content(self.id, returned, message.properties, message.body)
         else:
-            token = None if confirms is None else confirms.next_token()
+            token = None if confirms is None else (confirms, confirms.next_seq)
             journaled = self.vhost.store.message_routed(message, queues, token)
             exchange.stats.publish_out += 1
             for q in queues:

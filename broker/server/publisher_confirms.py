@@ -25,12 +25,14 @@ def _sequence(confirm: tuple[int, bool]) -> int:
 class PublisherConfirms:
     """The confirms of ``channel``, counted in its ``stats`` as they go out."""
 
-    __slots__ = ("_channel", "_stats", "_seq", "_owed", "_journal_waiting", "_unflushed")
+    __slots__ = ("next_seq", "_channel", "_stats", "_owed", "_journal_waiting", "_unflushed")
 
     def __init__(self, channel: Channel, stats: MessageStats) -> None:
         self._channel = channel
         self._stats = stats
-        self._seq = 0  #: the sequence number of the last publish
+        #: The sequence number of the publish being routed: the store's token for it is
+        #: ``(self, next_seq)``, and ``journal_done`` gets the number back.
+        self.next_seq = 1
         #: (sequence number, accepted by every queue it was routed to), not yet sent
         self._owed: list[tuple[int, bool]] = []
         #: Publishes whose confirms wait for the store's journal, in order; the confirms
@@ -38,10 +40,6 @@ class PublisherConfirms:
         self._journal_waiting: deque[int] = deque()
         #: Queues that buffer publishes (streams), flushed before confirms go out.
         self._unflushed: set[Queue] = set()
-
-    def next_token(self) -> tuple[PublisherConfirms, int]:
-        """The store's token for the publish being routed: ``journal_done`` gets its number."""
-        return (self, self._seq + 1)
 
     def buffered_by(self, queue: Queue) -> None:
         """The publish being routed waits in ``queue``, which buffers publishes: it is
@@ -51,7 +49,8 @@ class PublisherConfirms:
     def published(self, accepted: bool, journaled: bool) -> None:
         """The publish being routed was enqueued (``accepted``: by every queue it was routed
         to); ``journaled``: its confirm waits for the journal."""
-        self._seq = seq = self._seq + 1
+        seq = self.next_seq
+        self.next_seq = seq + 1
         if journaled:
             self._journal_waiting.append(seq)
         if not self._owed:

@@ -56,7 +56,7 @@ class DraftSink:
         session = state_of(ch).session
         if session is not None and not session.attached:
             return False  # suspended: its deliveries wait for a session.resume
-        if not (ch.flow_active and ch.conn.writable and not ch.closed):
+        if not (ch.flow_active and ch.conn.output.writable and not ch.closed):
             return False
         if consumer.no_ack:
             return True
