@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# isort: off
+import amqp_spark.spark_api  # noqa: F401  first: without a usable PySpark, says what to install
+
+# isort: on
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
