@@ -23,7 +23,9 @@ A Spark without admission control (PySpark 4.0, 4.1; see ``queue_stream``) runs 
 queries that way too, and does not say which trigger runs: there every batch may be the
 run's last, so the option is needed for every stream, and the end of the run (SIGTERM, or
 ``stop()``, which these call) acks the last batch iff it was committed. The run's first
-batch waits for what the queues hold, as a once run's does.
+batch waits for what the queues hold, as a once run's does. Where the option is given with
+any trigger of any Spark, the end of the run acks the last batch so, rather than leaving it
+to the broker to deliver again to the next run.
 """
 
 from __future__ import annotations
@@ -95,9 +97,13 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
         consumers = self._runner_state()
         begin = ClassicOffset.from_dict(start)
         once = isinstance(limit, ReadAllAvailable)  # only trigger(once=True) passes this
-        # Batches after which the run may end with no call to the source: once runs', and
-        # every batch where Spark passes no limit (see the module docstring).
-        checkpoint = self._checkpoint_for_last_batch(once) if once or limit is None else None
+        # Batches after which the run may end with no call to the source need the query's
+        # checkpoint: once runs', and every batch where Spark passes no limit (see the module
+        # docstring). Given, it serves every run: the last batch before a stop is acked too.
+        if once or limit is None:
+            checkpoint: Path | None = self._checkpoint_for_last_batch(once)
+        else:
+            checkpoint = self.options.query_checkpoint()
         consumers.ack_through(begin)  # every batch up to `start` is in Spark's commit log
         limits = self.options.limits.for_batch(limit)
         whole_run = once or opening  # the batch may be all the run reads
