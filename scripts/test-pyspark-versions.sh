@@ -15,7 +15,7 @@ venvs=$(bash scripts/pyspark-venvs.sh "${versions[@]}")
 
 # Only the modules that hold such tests: the others may import what an older PySpark lacks
 # (pytest imports every module it collects before selecting by marker).
-mapfile -t modules < <(grep -l "mark.versions" tests/spark/test_*.py)
+mapfile -t modules < <(grep -rl --include="test_*.py" "mark.versions" tests | sort)
 oldest=$(head -n1 <<<"$venvs" | cut -d' ' -f1)
 
 failed=()

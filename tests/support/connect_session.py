@@ -60,7 +60,7 @@ def _connect_session(scratch: str) -> SparkSession:
         )
         from pyspark.sql import SparkSession
 
-        from amqp_spark import AMQPDataSource
+        from amqp_spark import register
 
         session = (
             SparkSession.builder.remote("local[2]")
@@ -68,7 +68,7 @@ def _connect_session(scratch: str) -> SparkSession:
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )
-        session.dataSource.register(AMQPDataSource)
+        register(session)
         _session = session
     return _session
 
