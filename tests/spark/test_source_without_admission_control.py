@@ -5,6 +5,7 @@ it, on every PySpark (a Spark with admission control never calls it so)."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -49,7 +50,7 @@ def test_the_first_batch_starts_at_the_initial_offset_spark_is_then_given(
             ends.append(end)
         time.sleep(0.05)
     assert ends[-1] == 15
-    steps = [b - a for a, b in zip(ends, ends[1:])]
+    steps = [b - a for a, b in itertools.pairwise(ends)]
     assert max(steps) <= 3, f"maxMessagesPerTrigger was not applied: batch ends {ends}"
 
 
