@@ -56,53 +56,48 @@ except ImportError as e:  # a PySpark without the Python Data Source API (< 4.0)
 #: capabilities below.
 PYSPARK_VERSION: str = pyspark.__version__
 
-if TYPE_CHECKING:
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadLimit,
-        ReadMaxBytes,
-        ReadMaxRows,
-        ReadMinRows,
-        SupportsTriggerAvailableNow,
-    )
 
-    ADMISSION_CONTROL: bool
-else:
-    try:
-        from pyspark.sql.streaming.datasource import (
-            ReadAllAvailable,
-            ReadLimit,
-            ReadMaxBytes,
-            ReadMaxRows,
-            ReadMinRows,
-            SupportsTriggerAvailableNow,
-        )
+class _WithoutAdmissionControl:
+    """Stands for ``pyspark.sql.streaming.datasource`` where PySpark lacks it (4.0, 4.1):
+    Spark then passes no limit and never calls ``prepareForTriggerAvailableNow``, so these
+    only keep the readers' code and types one."""
 
-        ADMISSION_CONTROL = True
-    except ModuleNotFoundError:  # PySpark 4.0, 4.1: Spark never passes a limit
-        ADMISSION_CONTROL = False
+    class ReadLimit:
+        pass
 
-        class ReadLimit:
-            """Stands for the class this PySpark lacks; Spark passes no limit."""
+    class ReadAllAvailable(ReadLimit):
+        pass
 
-        class ReadAllAvailable(ReadLimit):
-            pass
+    @dataclass(frozen=True)
+    class ReadMaxRows(ReadLimit):
+        max_rows: int
 
-        @dataclass(frozen=True)
-        class ReadMaxRows(ReadLimit):
-            max_rows: int
+    @dataclass(frozen=True)
+    class ReadMaxBytes(ReadLimit):
+        max_bytes: int
 
-        @dataclass(frozen=True)
-        class ReadMaxBytes(ReadLimit):
-            max_bytes: int
+    @dataclass(frozen=True)
+    class ReadMinRows(ReadLimit):
+        min_rows: int
 
-        @dataclass(frozen=True)
-        class ReadMinRows(ReadLimit):
-            min_rows: int
+    class SupportsTriggerAvailableNow:
+        pass
 
-        class SupportsTriggerAvailableNow:
-            """Spark without admission control never calls ``prepareForTriggerAvailableNow``."""
 
+try:
+    from pyspark.sql.streaming import datasource as _admission_control
+
+    ADMISSION_CONTROL = True
+except ImportError:  # PySpark 4.0, 4.1
+    _admission_control = _WithoutAdmissionControl  # type: ignore[assignment]
+    ADMISSION_CONTROL = False
+
+ReadAllAvailable = _admission_control.ReadAllAvailable
+ReadLimit = _admission_control.ReadLimit
+ReadMaxBytes = _admission_control.ReadMaxBytes
+ReadMaxRows = _admission_control.ReadMaxRows
+ReadMinRows = _admission_control.ReadMinRows
+SupportsTriggerAvailableNow = _admission_control.SupportsTriggerAvailableNow
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as StreamWriterBase
