@@ -30,6 +30,7 @@ to the broker to deliver again to the next run.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import replace
@@ -103,7 +104,7 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
         if once or limit is None:
             checkpoint: Path | None = self._checkpoint_for_last_batch(once)
         else:
-            checkpoint = self.options.query_checkpoint()
+            checkpoint = self._query_checkpoint
         consumers.ack_through(begin)  # every batch up to `start` is in Spark's commit log
         limits = self.options.limits.for_batch(limit)
         whole_run = once or opening  # the batch may be all the run reads
@@ -117,10 +118,15 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
             self._ack_at_end = (checkpoint, end.to_dict())
         return end.to_dict()
 
+    @functools.cached_property
+    def _query_checkpoint(self) -> Path | None:
+        """The ``checkpointLocation`` option, checked once (``latestOffset`` must be cheap)."""
+        return self.options.query_checkpoint()
+
     def _checkpoint_for_last_batch(self, once: bool) -> Path:
         """The query's checkpoint, where the end of the run finds whether its last batch
         was committed (see the module docstring)."""
-        checkpoint = self.options.query_checkpoint()
+        checkpoint = self._query_checkpoint
         if checkpoint is None:
             raise RuntimeError(
                 ONCE_NEEDS_CHECKPOINT
