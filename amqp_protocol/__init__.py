@@ -1,8 +1,9 @@
 """The sans-IO AMQP protocol layer shared by the broker and the client.
 
-Method, content-property and error classes are generated from the spec XML files in ``spec/``
-into the checked-in modules of ``generated/`` (``python -m amqp_protocol.generate``); see
-``docs/architecture.md`` for the API.
+Method, content-property and error classes, and each version's ``Spec`` (constants,
+domains, definitions), are generated from the spec XML files in ``spec/`` into the
+checked-in modules of ``generated/`` (``python -m amqp_protocol.generate``): importing the
+package reads no XML. See ``docs/architecture.md`` for the API.
 """
 
 from typing import TYPE_CHECKING
@@ -11,7 +12,7 @@ from . import errors, events, frames, values, versions
 from .connection import Connection
 from .methods import Method
 from .properties import Properties
-from .spec import Spec, load_spec
+from .spec import Spec
 from .versions import SPEC_0_9_1
 
 if TYPE_CHECKING:
@@ -38,5 +39,4 @@ __all__ = [
     "events",
     "frames",
     "values",
-    "load_spec",
 ]

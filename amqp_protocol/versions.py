@@ -1,5 +1,5 @@
-"""The AMQP versions this package speaks, each loaded once, and which protocol headers name
-them.
+"""The AMQP versions this package speaks, each loaded once (the ``SPEC`` of its generated
+module), and which protocol headers name them.
 
 0-9-1 (what clients speak) is loaded with this module; 0-9, 0-8 and the 0-10 draft only when
 first named (``SPEC_0_9``, ``ALL_SPECS``, ...): the client, and so every Python process Spark
@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .generated import spec_0_9_1
-from .spec import Spec, load_spec
+from .spec import Spec
 
-#: 0-9-1 with RabbitMQ's extensions (see ``generate.VERSIONS``).
-SPEC_0_9_1: Spec = load_spec(spec_0_9_1.SOURCES, spec_0_9_1.METHODS, spec_0_9_1.PROPERTIES)
+#: 0-9-1 with RabbitMQ's extensions (see ``codegen.modules.VERSIONS``).
+SPEC_0_9_1: Spec = spec_0_9_1.SPEC
 
 if TYPE_CHECKING:  # loaded by ``__getattr__`` on first use
     SPEC_0_9: Spec
@@ -37,8 +37,8 @@ _LATER = {"SPEC_0_9": "spec_0_9", "SPEC_0_8": "spec_0_8", "SPEC_0_10": "spec_0_1
 
 @functools.cache
 def _load(module: str) -> Spec:
-    generated = importlib.import_module(f"{__package__}.generated.{module}")
-    return load_spec(generated.SOURCES, generated.METHODS, generated.PROPERTIES)
+    spec: Spec = importlib.import_module(f"{__package__}.generated.{module}").SPEC
+    return spec
 
 
 @functools.cache

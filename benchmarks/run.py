@@ -87,7 +87,7 @@ def format_table(results: dict[str, tuple[list[Row], str | None]]) -> str:
 
 
 def format_markdown(results: dict[str, tuple[list[Row], str | None]]) -> str:
-    """The same table in Markdown, for the README."""
+    """The same table in Markdown, for docs/measurements."""
     header, *rows = _cells(results)
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="where to write results")
     parser.add_argument(
-        "--markdown", type=Path, help="also write the table in Markdown (as in the README)"
+        "--markdown", type=Path, help="also write the table in Markdown (as in docs/measurements)"
     )
     parser.add_argument(
         "--render", type=Path, metavar="JSON", help="print an earlier run's JSON as Markdown"

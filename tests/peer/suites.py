@@ -18,7 +18,7 @@ no other port), so the brokers run one after the other. The suites against one b
 side by side with ``--parallel``: they share nothing but the
 broker, and most of their time is spent waiting.
 
-Without ``--broker rabbitmq`` (CI: the full side by side takes too long, see the README),
+Without ``--broker rabbitmq`` (CI: the full side by side takes too long, see docs/testing.md),
 RabbitMQ's outcomes are those recorded in ``rabbitmq4-passed.txt``: the tests that passed on
 RabbitMQ 4 when a full run wrote it (``--write-baseline``).
 

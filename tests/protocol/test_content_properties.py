@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amqp_protocol import ALL_SPECS, KNOWN_SPECS, Properties, errors
-from amqp_protocol.generate import version_module
-from amqp_protocol.spec import parse_spec
+from amqp_protocol.codegen.modules import version_module
+from amqp_protocol.codegen.xml_spec import parse_spec
 from tests.protocol.strategies import properties_of, shortstrs
 
 ALL_PROPERTY_CLASSES = [

@@ -9,8 +9,9 @@ from importlib import resources
 import pytest
 
 from amqp_protocol import ALL_SPECS, KNOWN_SPECS, SPEC_0_9, SPEC_0_10, errors, frames
+from amqp_protocol.codegen.xml_spec import parse_spec
 from amqp_protocol.generated import spec_0_10
-from amqp_protocol.spec import Spec, parse_spec
+from amqp_protocol.spec import Spec
 from amqp_protocol.versions import spec_for_header
 
 _XML = resources.files("amqp_protocol").joinpath("spec/amqp-transitional0-10.xml").read_bytes()

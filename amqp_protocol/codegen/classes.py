@@ -1,4 +1,4 @@
-"""The source of the generated method and content-property classes (see ``generate``).
+"""The source of the generated method and content-property classes (see ``modules``).
 
 Each generated ``encode``/``decode`` is straight-line code for its own fields: consecutive
 fixed-size fields (and packed bits) become one precompiled ``struct`` call, short and long
@@ -16,7 +16,10 @@ import re
 import struct
 from collections.abc import Callable, Sequence
 
-from .spec import ClassDef, FieldDef, MethodDef, camel
+from amqp_protocol.spec import ClassDef, FieldDef, MethodDef
+
+from .definitions import method_definition, properties_definition
+from .text import indent, method_class_name, properties_class_name, string_tuple
 
 #: ``struct`` codes of the fixed-size types.
 STRUCT_CODES = {"octet": "B", "short": "H", "long": "I", "longlong": "Q", "timestamp": "Q"}
@@ -61,16 +64,6 @@ class Structs:
 
     def definitions(self) -> list[str]:
         return [f'{name} = struct.Struct(">{fmt}")' for name, fmt in sorted(self.formats.items())]
-
-
-def indent(lines: list[str], level: int = 1) -> list[str]:
-    return [("    " * level + line) if line else line for line in lines]
-
-
-def string_tuple(names: Sequence[str]) -> str:
-    """A tuple display of string literals."""
-    quoted = ", ".join('"' + name + '"' for name in names)
-    return f"({quoted},)" if names else "()"
 
 
 def attribute_type(ftype: str) -> str:
@@ -126,11 +119,6 @@ def _decode_statements(ftype: str, target: str) -> list[str]:
 
 
 # -- methods ---------------------------------------------------------------------------------
-
-
-def method_class_name(mdef: MethodDef) -> str:
-    """``basic.recover-sync-ok`` -> ``BasicRecoverSyncOk``."""
-    return camel(mdef.class_name) + camel(mdef.name.split(".", 1)[1])
 
 
 def _groups(fields: tuple[FieldDef, ...]) -> list[tuple[str, list[FieldDef]]]:
@@ -220,6 +208,7 @@ def method_class(mdef: MethodDef, structs: Structs) -> list[str]:
         f"    SYNCHRONOUS: ClassVar[bool] = {mdef.synchronous}",
         f"    HAS_CONTENT: ClassVar[bool] = {mdef.has_content}",
         "    FIELD_NAMES: ClassVar[tuple[str, ...]] = __slots__",
+        *indent(method_definition(mdef)),
         "",
     ]
     lines += [f"    {f.name}: {q(attribute_type(f.type))}" for f in mdef.fields]
@@ -270,10 +259,6 @@ def method_class(mdef: MethodDef, structs: Structs) -> list[str]:
 
 
 # -- content properties ----------------------------------------------------------------------
-
-
-def properties_class_name(cdef: ClassDef) -> str:
-    return f"{camel(cdef.name)}Properties"
 
 
 def _flag(index: int) -> tuple[int, int]:
@@ -337,6 +322,7 @@ def properties_class(cdef: ClassDef, structs: Structs) -> list[str]:
         f"    class_id: ClassVar[int] = {cdef.class_id}",
         f'    class_name: ClassVar[str] = "{cdef.name}"',
         f"    field_names: ClassVar[tuple[str, ...]] = {string_tuple([p.name for p in props])}",
+        *indent(properties_definition(cdef)),
         "",
     ]
     lines += [f"    {p.name}: {q(attribute_type(p.type))} | None = None" for p in props]
