@@ -22,7 +22,6 @@ def read(spark: SparkSession, broker: Broker, queue: str, **extra: str) -> list[
     return [r.body for r in read_rows(spark, broker, queue, **extra)]
 
 
-@pytest.mark.versions
 def test_batch_read_requeues_what_it_read_by_default(
     broker: Broker, amqp_spark: SparkSession
 ) -> None:
