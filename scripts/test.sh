@@ -70,14 +70,27 @@ ensure chromium "the management console's browser test" \
 # bundled broker once that pytest is done, compared with the tests that passed on RabbitMQ 4
 # (tests/peer/rabbitmq4-passed.txt, written by scripts/peer-suites.sh --write-baseline): a test
 # that passes there and fails here fails CI. Each job writes a log, printed when all are done.
+#
+# The older PySparks the connector supports (4.0, 4.1, 4.2; .venv has the newest) get the
+# connector's behaviour tests (scripts/test-pyspark-versions.sh) in the second job, after its
+# pytest. Their venvs (a ~400 MB PySpark each) are built, or found in their cache, from now on
+# in the background (scripts/pyspark-venvs.sh).
 logs=$(mktemp -d)
-step "pytest -m spark $* | pytest -m 'not spark' $*, then the peer suites (logs: $logs)"
+bash scripts/pyspark-venvs.sh >"$logs/venvs.log" 2>&1 &
+venvs_job=$!
+step "pytest -m spark $* | pytest -m 'not spark' $*, then the older PySparks and the peer suites (logs: $logs)"
 "$bin/python" -m pytest -m spark --durations=15 "$@" >"$logs/spark.log" 2>&1 &
 spark_job=$!
 {
     rc=0
     "$bin/python" -m pytest -m "not spark" --durations=15 "$@" || rc=$?
     echo "$rc" >"$logs/other.rc"
+    if wait "$venvs_job"; then
+        bash scripts/test-pyspark-versions.sh "$@" || echo "$?" >"$logs/versions.rc"
+    else
+        cat "$logs/venvs.log"
+        echo "venvs" >"$logs/versions.rc"
+    fi
     bash scripts/peer-suites.sh --broker bundled --parallel || echo "$?" >"$logs/peer.rc"
 } >"$logs/other.log" 2>&1
 spark_rc=0
@@ -94,6 +107,7 @@ pytest_failed() { # NAME RC [OTHER_RC]: exit code 5 (nothing collected) is fine 
 }
 pytest_failed "pytest -m 'not spark'" "$other_rc" "$spark_rc"
 pytest_failed "pytest -m spark" "$spark_rc" 0
+[ ! -e "$logs/versions.rc" ] || failed+=("the older PySparks (scripts/test-pyspark-versions.sh)")
 [ ! -e "$logs/peer.rc" ] || failed+=("peer suites (bundled broker vs RabbitMQ 4 baseline)")
 
 if [ "${#failed[@]}" -gt 0 ]; then
