@@ -20,6 +20,8 @@ FRAME_END = 0xCE
 FRAME_END_BYTE = b"\xce"
 #: Bytes a frame adds around its payload (7 of header, 1 frame-end).
 FRAME_OVERHEAD = 8
+#: What a frame-max of 0 ("no limit") means on the wire.
+NO_FRAME_LIMIT = 2**32 - 1
 
 METHOD = 1
 HEADER = 2
