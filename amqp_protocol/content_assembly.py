@@ -9,7 +9,6 @@ the whole content. Bodies over ``max_body_size`` are counted, not kept.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 from . import frames
@@ -19,11 +18,9 @@ from .life_cycle import ChannelLifeCycle
 from .methods import Method
 from .properties import Properties
 
-_CONTENT_HEADER = struct.Struct(">HHQ")
+_CONTENT_HEADER = frames.CONTENT_HEADER
 _END_AND_HEAD = frames.END_AND_HEADER
-#: A content header frame's header with the class-id, weight, body size and first
-#: property-flags word it starts with.
-_HEADER_FRAME_AND_FLAGS = struct.Struct(">BHIHHQH")
+_HEADER_FRAME_AND_FLAGS = frames.HEADER_FRAME_AND_FLAGS
 
 #: Makes the event of a 0-10 draft request or response frame of its method's event.
 Wrap = Callable[[MethodReceived | ContentReceived], Event]

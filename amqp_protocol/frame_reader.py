@@ -9,8 +9,6 @@ ride along on the exception's ``events`` attribute so that nothing already recei
 
 from __future__ import annotations
 
-import struct
-
 from . import frames
 from .content_assembly import ContentAssembly, PartialContent, Wrap
 from .errors import AMQPError, protocol_error
@@ -30,7 +28,7 @@ from .spec import Spec
 from .versions import spec_for_header
 
 _FRAME_HEAD = frames.FRAME_HEADER
-_METHOD_IDS = struct.Struct(">HH")
+_METHOD_IDS = frames.METHOD_IDS
 _REQUEST_IDS = frames.REQUEST_IDS
 _NO_FRAME_LIMIT = frames.NO_FRAME_LIMIT
 

@@ -18,8 +18,7 @@ from .properties import Properties
 
 _FRAME_HEAD = frames.FRAME_HEADER
 _END_AND_HEAD = frames.END_AND_HEADER
-#: A content header frame's header with the class-id, weight and body size it starts with.
-_HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
+_HEADER_FRAME_HEAD = frames.HEADER_FRAME_HEAD
 _REQUEST_IDS = frames.REQUEST_IDS
 _NO_FRAME_LIMIT = frames.NO_FRAME_LIMIT
 

@@ -43,6 +43,16 @@ RESPONSE = 10
 #: (docs/protocol-0-10.md).
 REQUEST_IDS = struct.Struct(">QQI")
 
+#: A method frame's payload starts with its class-id and method-id.
+METHOD_IDS = struct.Struct(">HH")
+#: A content header frame's payload up to its property flags: class-id, weight, body size.
+CONTENT_HEADER = struct.Struct(">HHQ")
+#: A content header frame's header followed by the class-id, weight and body size of its
+#: payload.
+HEADER_FRAME_HEAD = struct.Struct(">BHIHHQ")
+#: The same followed by the first property-flags word.
+HEADER_FRAME_AND_FLAGS = struct.Struct(">BHIHHQH")
+
 #: frame-min-size of every spec: the frame-max before tuning and the least one may tune to.
 FRAME_MIN_SIZE = 4096
 
@@ -63,7 +73,7 @@ def encode_body_frames(channel: int, body: bytes, frame_max: int) -> list[bytes]
 
 
 #: basic.deliver's class and method ids: the same in every version.
-_DELIVER_IDS = struct.pack(">HH", BasicDeliver.CLASS_ID, BasicDeliver.METHOD_ID)
+_DELIVER_IDS = METHOD_IDS.pack(BasicDeliver.CLASS_ID, BasicDeliver.METHOD_ID)
 _TAG_AND_REDELIVERED = struct.Struct(">QB")
 #: class/method ids, delivery tag and redelivered: what basic.deliver adds to its strings
 _DELIVER_FIXED = len(_DELIVER_IDS) + _TAG_AND_REDELIVERED.size
