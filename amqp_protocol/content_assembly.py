@@ -11,12 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from . import frames
 from .errors import AMQPError, protocol_error
 from .events import ContentReceived, ContentTooLarge, Event, MethodReceived
-from .frames import CONTENT_HEADER, END_AND_HEADER, HEADER_FRAME_AND_FLAGS
 from .life_cycle import ChannelLifeCycle
 from .methods import Method
 from .properties import Properties
+
+_CONTENT_HEADER = frames.CONTENT_HEADER
+_END_AND_HEAD = frames.END_AND_HEADER
+_HEADER_FRAME_AND_FLAGS = frames.HEADER_FRAME_AND_FLAGS
 
 #: Makes the event of a 0-10 draft request or response frame of its method's event.
 Wrap = Callable[[MethodReceived | ContentReceived], Event]
@@ -68,7 +72,7 @@ class ContentAssembly(ChannelLifeCycle):
         if n - pos < 22:  # the least a content header frame takes
             return None
         frame_type, frame_channel, size, class_id, _weight, body_size, flags = (
-            HEADER_FRAME_AND_FLAGS.unpack_from(data, pos)
+            _HEADER_FRAME_AND_FLAGS.unpack_from(data, pos)
         )
         header_end = pos + 7 + size
         if (
@@ -87,7 +91,7 @@ class ContentAssembly(ChannelLifeCycle):
         else:
             if n - header_end < 8:
                 return None
-            end_octet, frame_type, frame_channel, body_frame_size = END_AND_HEADER.unpack_from(
+            end_octet, frame_type, frame_channel, body_frame_size = _END_AND_HEAD.unpack_from(
                 data, header_end
             )
             after = header_end + 8 + body_frame_size
@@ -125,7 +129,7 @@ class ContentAssembly(ChannelLifeCycle):
             )
         if len(payload) < 14:
             raise protocol_error(502, "content header truncated", partial.method)
-        class_id, _weight, size = CONTENT_HEADER.unpack_from(payload, 0)
+        class_id, _weight, size = _CONTENT_HEADER.unpack_from(payload, 0)
         if class_id != partial.method.CLASS_ID:
             raise self._out_of_sequence(
                 f"content header of class {class_id} after {partial.method.NAME}",

@@ -22,11 +22,15 @@ from .events import (
     ResponseReceived,
     UnsupportedProtocol,
 )
-from .frames import FRAME_HEADER, METHOD_IDS, NO_FRAME_LIMIT, REQUEST_IDS
 from .life_cycle import LIFE_CYCLE_CLASSES
 from .methods import Method
 from .spec import Spec
 from .versions import spec_for_header
+
+_FRAME_HEAD = frames.FRAME_HEADER
+_METHOD_IDS = frames.METHOD_IDS
+_REQUEST_IDS = frames.REQUEST_IDS
+_NO_FRAME_LIMIT = frames.NO_FRAME_LIMIT
 
 
 class FrameReader(ContentAssembly):
@@ -107,8 +111,8 @@ class FrameReader(ContentAssembly):
     def _read_frames(self, data: bytes, pos: int, events: list[Event]) -> int:
         """Handle the complete frames in ``data`` from ``pos``; returns where the first
         incomplete one starts."""
-        size_limit = (self.frame_max or NO_FRAME_LIMIT) - frames.FRAME_OVERHEAD
-        unpack = FRAME_HEADER.unpack_from
+        size_limit = (self.frame_max or _NO_FRAME_LIMIT) - frames.FRAME_OVERHEAD
+        unpack = _FRAME_HEAD.unpack_from
         n = len(data)
         while n - pos >= 8:
             frame_type, channel, size = unpack(data, pos)
@@ -161,16 +165,16 @@ class FrameReader(ContentAssembly):
     def _wrapped_method_frame(self, frame_type: int, channel: int, payload: bytes) -> Event | None:
         """The event of a 0-10 draft frame-request or frame-response: its ids around the
         event of its method (a content-bearing one once its content is in)."""
-        if len(payload) < REQUEST_IDS.size:
+        if len(payload) < _REQUEST_IDS.size:
             kind = "request" if frame_type == frames.REQUEST else "response"
             raise protocol_error(502, f"frame-{kind} shorter than its ids")
-        first, second, third = REQUEST_IDS.unpack_from(payload, 0)
+        first, second, third = _REQUEST_IDS.unpack_from(payload, 0)
         wrap: Wrap = (
             (lambda r: RequestReceived(first, second, r))
             if frame_type == frames.REQUEST
             else (lambda r: ResponseReceived(first, second, third, r))
         )
-        event = self._method_frame(channel, payload[REQUEST_IDS.size :])
+        event = self._method_frame(channel, payload[_REQUEST_IDS.size :])
         if isinstance(event, Method):
             self._partials[channel] = PartialContent(event, wrap)
             return None
@@ -182,7 +186,7 @@ class FrameReader(ContentAssembly):
         assert self.spec is not None
         if len(payload) < 4:
             raise protocol_error(502, "method frame shorter than its class and method ids")
-        class_id, method_id = METHOD_IDS.unpack_from(payload, 0)
+        class_id, method_id = _METHOD_IDS.unpack_from(payload, 0)
         cls = self.spec.method_by_id(class_id, method_id)
         if cls is None:
             err = protocol_error(503, f"unknown method: class {class_id}, method {method_id}")

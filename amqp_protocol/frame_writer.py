@@ -12,10 +12,15 @@ from collections.abc import Iterable
 
 from . import frames
 from .errors import protocol_error
-from .frames import END_AND_HEADER, FRAME_HEADER, HEADER_FRAME_HEAD, NO_FRAME_LIMIT, REQUEST_IDS
 from .life_cycle import LIFE_CYCLE_CLASSES, ChannelLifeCycle
 from .methods import Method
 from .properties import Properties
+
+_FRAME_HEAD = frames.FRAME_HEADER
+_END_AND_HEAD = frames.END_AND_HEADER
+_HEADER_FRAME_HEAD = frames.HEADER_FRAME_HEAD
+_REQUEST_IDS = frames.REQUEST_IDS
+_NO_FRAME_LIMIT = frames.NO_FRAME_LIMIT
 
 
 class FrameWriter(ChannelLifeCycle):
@@ -33,7 +38,7 @@ class FrameWriter(ChannelLifeCycle):
         if method.CLASS_ID <= LIFE_CYCLE_CLASSES:
             self._track(channel, method.NAME, sent=True)
         payload = method.encode()
-        return FRAME_HEADER.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
+        return _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
 
     def send_request(
         self, channel: int, method: Method, request_id: int, response_mark: int = 0
@@ -64,7 +69,7 @@ class FrameWriter(ChannelLifeCycle):
             label = self.spec.label if self.spec is not None else "an unnegotiated connection"
             raise ValueError(f"AMQP {label} has no request or response frames")
         try:
-            packed = REQUEST_IDS.pack(*ids)
+            packed = _REQUEST_IDS.pack(*ids)
         except struct.error as exc:
             raise protocol_error(
                 502, f"request or response frame ids {ids}: {exc}", method
@@ -72,7 +77,7 @@ class FrameWriter(ChannelLifeCycle):
         if method.CLASS_ID <= LIFE_CYCLE_CLASSES:
             self._track(channel, method.NAME, sent=True)
         payload = packed + method.encode()
-        return FRAME_HEADER.pack(frame_type, channel, len(payload)) + payload + b"\xce"
+        return _FRAME_HEAD.pack(frame_type, channel, len(payload)) + payload + b"\xce"
 
     def send_content(
         self, channel: int, method: Method, properties: Properties, body: bytes
@@ -81,16 +86,16 @@ class FrameWriter(ChannelLifeCycle):
         payload = method.encode()
         header = properties.encode_header(len(body))
         parts = [
-            FRAME_HEADER.pack(frames.METHOD, channel, len(payload)),
+            _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)),
             payload,
-            END_AND_HEADER.pack(frames.FRAME_END, frames.HEADER, channel, len(header)),
+            _END_AND_HEAD.pack(frames.FRAME_END, frames.HEADER, channel, len(header)),
             header,
         ]
-        frame_max = self.frame_max or NO_FRAME_LIMIT
+        frame_max = self.frame_max or _NO_FRAME_LIMIT
         if len(body) <= frame_max - frames.FRAME_OVERHEAD:
             if body:
                 parts += [
-                    END_AND_HEADER.pack(frames.FRAME_END, frames.BODY, channel, len(body)),
+                    _END_AND_HEAD.pack(frames.FRAME_END, frames.BODY, channel, len(body)),
                     body,
                 ]
             parts.append(b"\xce")
@@ -107,7 +112,7 @@ class FrameWriter(ChannelLifeCycle):
         frame-response). Cut from ``send_content``'s bytes, so that its hot path stays one
         call and one join, and the two cannot frame a content differently."""
         whole = self.send_content(channel, method, properties, body)
-        _, _, size = FRAME_HEADER.unpack_from(whole)
+        _, _, size = _FRAME_HEAD.unpack_from(whole)
         return whole[frames.FRAME_OVERHEAD + size :]
 
     def send_encoded_contents(
@@ -117,10 +122,10 @@ class FrameWriter(ChannelLifeCycle):
         parts: each item is (``Method.encode()``, ``Properties.encode_list()``, body). The
         bytes are those ``send_content`` writes for each, concatenated; a method payload
         that is the same object as the item before's is framed only once."""
-        frame_max = self.frame_max or NO_FRAME_LIMIT
+        frame_max = self.frame_max or _NO_FRAME_LIMIT
         body_limit = frame_max - frames.FRAME_OVERHEAD
-        header_head = HEADER_FRAME_HEAD.pack
-        body_head = END_AND_HEADER.pack
+        header_head = _HEADER_FRAME_HEAD.pack
+        body_head = _END_AND_HEAD.pack
         parts: list[bytes] = []
         last_payload: bytes | None = None
         method_frame = b""
@@ -128,7 +133,7 @@ class FrameWriter(ChannelLifeCycle):
             if payload is not last_payload:
                 last_payload = payload
                 method_frame = (
-                    FRAME_HEADER.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
+                    _FRAME_HEAD.pack(frames.METHOD, channel, len(payload)) + payload + b"\xce"
                 )
             size = len(body)
             header = header_head(frames.HEADER, channel, 12 + len(property_list), class_id, 0, size)
