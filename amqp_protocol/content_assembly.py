@@ -18,6 +18,7 @@ from .life_cycle import ChannelLifeCycle
 from .methods import Method
 from .properties import Properties
 
+#: Aliases, not imported by name: see ``frames``' docstring.
 _CONTENT_HEADER = frames.CONTENT_HEADER
 _END_AND_HEAD = frames.END_AND_HEADER
 _HEADER_FRAME_AND_FLAGS = frames.HEADER_FRAME_AND_FLAGS

@@ -27,6 +27,7 @@ from .methods import Method
 from .spec import Spec
 from .versions import spec_for_header
 
+#: Aliases, not imported by name: see ``frames``' docstring.
 _FRAME_HEAD = frames.FRAME_HEADER
 _METHOD_IDS = frames.METHOD_IDS
 _REQUEST_IDS = frames.REQUEST_IDS

@@ -16,6 +16,7 @@ from .life_cycle import LIFE_CYCLE_CLASSES, ChannelLifeCycle
 from .methods import Method
 from .properties import Properties
 
+#: Aliases, not imported by name: see ``frames``' docstring.
 _FRAME_HEAD = frames.FRAME_HEADER
 _END_AND_HEAD = frames.END_AND_HEADER
 _HEADER_FRAME_HEAD = frames.HEADER_FRAME_HEAD
