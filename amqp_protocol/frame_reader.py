@@ -49,6 +49,12 @@ class FrameReader(ContentAssembly):
     #: Client: until the first frame, the server may answer with a protocol header.
     _may_get_header: bool
 
+    def unparsed(self) -> bytes:
+        """The received bytes not yet turned into events: the start of a frame whose end
+        has not arrived. A server that stops parsing (after ``connection.close-ok``) goes on
+        from there, so it knows where the next frame begins."""
+        return bytes(self._buffer)
+
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[Event]:
         """Feed received bytes; returns the events they complete (possibly none).
 

@@ -543,7 +543,7 @@ class AMQPConnection(asyncio.Protocol):
         heartbeat, frame_max = self.heartbeat, self.proto.frame_max
         # What the protocol layer holds of a frame not all read yet: the reading goes on
         # from there (it read the rest of this read's frames, which go unhandled).
-        unread = bytes(self.proto._buffer)
+        unread = self.proto.unparsed()
         discard_until_closed(self, transport, self.loop, heartbeat, frame_max, unread)
 
     def _close_ok(self, m: ConnectionCloseOk) -> None:
