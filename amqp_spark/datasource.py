@@ -52,7 +52,7 @@ class AMQPDataSource(DataSource):
         return AMQPBatchReader(self._source_options())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from amqp_spark.source.stream_reader import stream_reader
+        from amqp_spark.source.reader_choice import stream_reader
 
         return stream_reader(self._source_options())
 

@@ -17,9 +17,9 @@ from pyspark.sql.streaming import StreamingQuery
 
 from amqp_spark.client import Channel, Connection, connect
 from amqp_spark.datasource import register
+from amqp_spark.source.micro_batch import QueueStream
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.queue_stream import QueueStream
-from amqp_spark.source.stream_reader import stream_reader
+from amqp_spark.source.reader_choice import stream_reader
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
 

@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from amqp_spark.client import ChannelClosed
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_reader import stream_reader
+from amqp_spark.source.reader_choice import stream_reader
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.classic_acks import nothing_waiting
 from tests.spark.conftest import Broker, Queries, RestartableBroker, confirming_channel

@@ -10,16 +10,16 @@ from typing import Any
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.classic import ClassicConsumers
-from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
-from amqp_spark.source.queue_stream import QueueStream
-from amqp_spark.source.window import (
+from amqp_spark.source.classic.driver_consumers import ClassicConsumers
+from amqp_spark.source.classic.window import (
     DEFAULT_WINDOW_BYTES,
     DEFAULT_WINDOW_MESSAGES,
     DELIVERY_OVERHEAD,
     GROWTH,
     DefaultWindow,
 )
+from amqp_spark.source.micro_batch import QueueStream
+from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.recording_proxy import BASIC_ACK

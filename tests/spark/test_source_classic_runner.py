@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.micro_batch import QueueStream
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies

@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.micro_batch import QueueStream
 from tests.spark.conftest import Broker, ReaderFactory
 
 CALLS = 300

@@ -8,11 +8,11 @@ import datetime
 import pytest
 
 from amqp_spark.options import OptionError
-from amqp_spark.source import starting
-from amqp_spark.source.classic_stream import ClassicQueueStream
+from amqp_spark.source.classic.classic_micro_batch import ClassicQueueStream
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_queue_stream import StreamQueueStream
-from amqp_spark.source.stream_reader import stream_reader
+from amqp_spark.source.reader_choice import stream_reader
+from amqp_spark.source.stream_queues import starting
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueStream
 
 URI = "amqp://guest:secret@127.0.0.1:5672/%2F"
 
@@ -143,7 +143,8 @@ def test_starting_offsets_forms() -> None:
 
 def test_starting_offsets_default_to_next_and_stream_reads_to_their_own_queue_type() -> None:
     assert parse(queue="s", queueType="stream").start_of("s") == starting.Next()
-    assert isinstance(stream_reader(parse(queue="s", queueType="stream")), StreamQueueStream)
+    reader = stream_reader(parse(queue="s", queueType="stream"))
+    assert isinstance(reader, StreamQueueStream)
 
 
 @pytest.mark.parametrize(

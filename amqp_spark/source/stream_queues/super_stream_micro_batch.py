@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from amqp_spark.source.connecting import open_with_retry
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_queue_stream import StreamQueueStream
-from amqp_spark.source.streams import StreamTails
+from amqp_spark.source.stream_queues.ranges import StreamTails
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueStream
 from amqp_spark.super_streams import describe, find
 
 if TYPE_CHECKING:

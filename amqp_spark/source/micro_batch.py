@@ -1,8 +1,10 @@
-"""What the two kinds of streaming reader share: the runner process's end, and the limits.
+"""What the micro-batch readers of each kind of queue share: the runner process's end, and
+the limits.
 
-``streamReader()`` returns a :class:`~amqp_spark.source.classic_stream.ClassicQueueStream`
-or a :class:`~amqp_spark.source.stream_queue_stream.StreamQueueStream` (see
-``stream_reader``). Each owns its runner-side state: one object lives in the query run's
+``streamReader()`` returns a
+:class:`~amqp_spark.source.classic.classic_micro_batch.ClassicQueueStream` or a
+:class:`~amqp_spark.source.stream_queues.stream_queue_micro_batch.StreamQueueStream`
+(see ``reader_choice``). Each owns its runner-side state: one object lives in the query run's
 long-lived source runner process (every method but ``read``); ``read`` runs on executors on
 a fresh copy that holds nothing but the options, so that state is made lazily, in the runner
 (a reader holding a socket cannot be pickled).

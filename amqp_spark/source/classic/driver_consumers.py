@@ -35,12 +35,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from amqp_spark.source.classic.delivery_limit import warn_about_delivery_limit
+from amqp_spark.source.classic.window import DefaultWindow
 from amqp_spark.source.connecting import open_with_retry, using_queue
-from amqp_spark.source.delivery_limit import warn_about_delivery_limit
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
-from amqp_spark.source.window import DefaultWindow
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
@@ -85,8 +85,8 @@ class _Consumer:
     acked: int = 0  #: the last tag acked
     arrived: list[Delivery] = field(default_factory=list)
     redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
-    #: The AMQP consumers on the channel (tag, prefetch), oldest first, and their sum: how
-    #: many deliveries may be unacked.
+    #: The AMQP consumers on the channel as (consumer tag, prefetch), oldest first; their
+    #: prefetches sum to how many deliveries may be unacked.
     consumers: list[tuple[str, int]] = field(default_factory=list)
     window: int = 0
     seen_bytes: int = 0  #: body bytes of every delivery admitted

@@ -3,11 +3,11 @@ class per kind of source rather than branches in one."""
 
 from __future__ import annotations
 
-from amqp_spark.source.classic_stream import ClassicQueueStream
+from amqp_spark.source.classic.classic_micro_batch import ClassicQueueStream
+from amqp_spark.source.micro_batch import QueueStream
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.queue_stream import QueueStream
-from amqp_spark.source.stream_queue_stream import StreamQueueStream
-from amqp_spark.source.super_stream_stream import SuperStreamQueueStream
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueStream
+from amqp_spark.source.stream_queues.super_stream_micro_batch import SuperStreamQueueStream
 
 
 def stream_reader(options: SourceOptions) -> QueueStream:
