@@ -3,17 +3,17 @@ class per kind of source rather than branches in one."""
 
 from __future__ import annotations
 
-from amqp_spark.source.classic.classic_micro_batch import ClassicQueueStream
-from amqp_spark.source.micro_batch import QueueStream
+from amqp_spark.source.classic.classic_micro_batch import ClassicMicroBatchReader
+from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueStream
-from amqp_spark.source.stream_queues.super_stream_micro_batch import SuperStreamQueueStream
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueMicroBatchReader
+from amqp_spark.source.stream_queues.super_stream_micro_batch import SuperStreamMicroBatchReader
 
 
-def stream_reader(options: SourceOptions) -> QueueStream:
+def micro_batch_reader(options: SourceOptions) -> MicroBatchReader:
     """The streaming reader of ``options``' queue type."""
     if options.super_stream is not None:
-        return SuperStreamQueueStream(options)
+        return SuperStreamMicroBatchReader(options)
     if options.is_stream:
-        return StreamQueueStream(options)
-    return ClassicQueueStream(options)
+        return StreamQueueMicroBatchReader(options)
+    return ClassicMicroBatchReader(options)

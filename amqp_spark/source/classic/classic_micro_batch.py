@@ -45,7 +45,7 @@ from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
 from amqp_spark.source.classic.checkpoint import latest_batch_committed_at
 from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.limits import NO_ROW_LIMIT
-from amqp_spark.source.micro_batch import QueueStream
+from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, split_rows
@@ -74,7 +74,7 @@ NO_ADMISSION_CONTROL_NEEDS_CHECKPOINT = (
 )
 
 
-class ClassicQueueStream(QueueStream[ClassicConsumers]):
+class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
     """``readStream`` of queues with ``queueType`` 'classic' or 'quorum', or of ``exchange``."""
 
     def __init__(self, options: SourceOptions) -> None:

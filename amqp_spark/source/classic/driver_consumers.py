@@ -87,7 +87,7 @@ class _Consumer:
     redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
     #: The AMQP consumers on the channel as (consumer tag, prefetch), oldest first; their
     #: prefetches sum to how many deliveries may be unacked.
-    consumers: list[tuple[str, int]] = field(default_factory=list)
+    tags_and_prefetches: list[tuple[str, int]] = field(default_factory=list)
     window: int = 0
     seen_bytes: int = 0  #: body bytes of every delivery admitted
     held_bytes: int = 0  #: body bytes of ``arrived``
@@ -105,7 +105,7 @@ class _Consumer:
     def consume(self, queue: str, prefetch: int) -> None:
         """Add an AMQP consumer of ``prefetch`` on the channel, waiting for the broker."""
         self.channel.basic_qos(prefetch_count=prefetch)
-        self.consumers.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
+        self.tags_and_prefetches.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
         self.window += prefetch
 
     def grow(self, queue: str, prefetch: int) -> None:
@@ -116,13 +116,13 @@ class _Consumer:
             self.channel.request_later("basic.qos", prefetch_count=prefetch, global_=False),
             self.channel.request_later("basic.consume", queue=queue, consumer_tag=tag),
         ]
-        self.consumers.append((tag, prefetch))
+        self.tags_and_prefetches.append((tag, prefetch))
         self.window += prefetch
 
     def shrink(self) -> None:
         """Cancel the newest consumer (not the first): its deliveries stay unacked on the
         channel until their batch is acked, but no more come to it."""
-        tag, prefetch = self.consumers.pop()
+        tag, prefetch = self.tags_and_prefetches.pop()
         self.growing = [self.channel.request_later("basic.cancel", consumer_tag=tag)]
         self.window -= prefetch
 
@@ -286,7 +286,7 @@ class ClassicConsumers:
             return
         policy = self._default_window
         if policy.over_budget(consumer.held_bytes, len(consumer.arrived)):
-            if len(consumer.consumers) > 1:
+            if len(consumer.tags_and_prefetches) > 1:
                 consumer.shrink()
             return  # no growth while over: what comes would be held beyond the budget
         share = policy.next_share(consumer.window, consumer.admitted, consumer.average_body())

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from amqp_spark.source.micro_batch import QueueStream
+from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges, read_range
@@ -23,7 +23,7 @@ from amqp_spark.spark_api import ReadLimit
 log = logging.getLogger("amqp_spark.source")
 
 
-class StreamQueueStream(QueueStream[StreamTails]):
+class StreamQueueMicroBatchReader(MicroBatchReader[StreamTails]):
     """``readStream`` of queues with ``queueType`` 'stream'."""
 
     def _new_state(self) -> StreamTails:
