@@ -52,9 +52,9 @@ class AMQPDataSource(DataSource):
         return AMQPBatchReader(self._source_options())
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        from amqp_spark.source.stream_reader import stream_reader
+        from amqp_spark.source.reader_choice import micro_batch_reader
 
-        return stream_reader(self._source_options())
+        return micro_batch_reader(self._source_options())
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from amqp_spark.sink import make_batch_writer

@@ -8,7 +8,7 @@ which version it is (measured; docs/pyspark-versions.md):
   ``Trigger.AvailableNow``, ``prepareForTriggerAvailableNow`` of a
   ``SupportsTriggerAvailableNow``. Without it (4.0, 4.1) Spark calls ``latestOffset()``
   with no arguments, and runs an AvailableNow query as one batch (the source is never told
-  which trigger runs); the source then applies its limits itself (``queue_stream``).
+  which trigger runs); the source then applies its limits itself (``micro_batch``).
   Where it is missing, the module's names below are stand-ins that Spark never passes, so
   that the readers' code and types stay one.
 * ``STREAM_ARROW_WRITER``: ``DataSourceStreamArrowWriter`` (4.1+), else

@@ -25,9 +25,14 @@ from amqp_spark.source.connecting import consume_on_new_channel, open_with_retry
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
-from amqp_spark.source.starting import First
-from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, StreamTails, plan_ranges, read_range
-from amqp_spark.source.super_stream_stream import with_partitions
+from amqp_spark.source.stream_queues.ranges import (
+    ROWS_PER_RECORD_BATCH,
+    StreamTails,
+    plan_ranges,
+    read_range,
+)
+from amqp_spark.source.stream_queues.starting import First
+from amqp_spark.source.stream_queues.super_stream_micro_batch import with_partitions
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection

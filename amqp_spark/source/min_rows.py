@@ -10,7 +10,7 @@ keeps the time of its last batch itself. A batch that must wait is one whose end
 start: Spark then plans none and asks again at the next trigger. AvailableNow and once runs
 read everything there is (a minimum would end an AvailableNow run early, since it ends when
 ``latestOffset`` returns its start). Without admission control the source cannot tell those
-runs apart, so a run's first batch is never held back (see ``queue_stream``).
+runs apart, so a run's first batch is never held back (see ``micro_batch``).
 """
 
 from __future__ import annotations

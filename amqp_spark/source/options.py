@@ -34,9 +34,9 @@ from amqp_spark.options import (
     raw_value,
     with_addresses,
 )
-from amqp_spark.source import starting
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.min_rows import DURATION
+from amqp_spark.source.stream_queues import starting
 from amqp_spark.stream_filter import StreamFilter
 
 _ENDING_ACCEPTED = (

@@ -24,7 +24,7 @@ from amqp_spark.sink.settings import SinkSettings
 from amqp_spark.source.connecting import BrokerUnavailable, open_with_retry
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
-from amqp_spark.source.streams import ROWS_PER_RECORD_BATCH, read_range
+from amqp_spark.source.stream_queues.ranges import ROWS_PER_RECORD_BATCH, read_range
 from tests.cluster.conftest import addresses_of, bundled_queue, port_of
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support.rabbitmq import free_port

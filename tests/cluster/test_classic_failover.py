@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from amqp_spark.source.classic import ClassicConsumers
+from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions

@@ -17,9 +17,9 @@ from pyspark.sql.streaming import StreamingQuery
 
 from amqp_spark.client import Channel, Connection, connect
 from amqp_spark.datasource import register
+from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.queue_stream import QueueStream
-from amqp_spark.source.stream_reader import stream_reader
+from amqp_spark.source.reader_choice import micro_batch_reader
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
 
@@ -136,7 +136,7 @@ def restartable_broker(tmp_path: Path) -> Iterator[RestartableBroker]:
 
 
 #: Builds a runner-side stream reader from source options (``uri`` is given by the fixture).
-ReaderFactory = Callable[..., tuple[QueueStream, RecordingProxy]]
+ReaderFactory = Callable[..., tuple[MicroBatchReader, RecordingProxy]]
 
 
 @pytest.fixture
@@ -146,12 +146,12 @@ def runner_reader_of(broker: Broker) -> Iterator[ReaderFactory]:
     unasked). The reader chains its SIGTERM handler to the one it finds: a no-op here, so a
     test may send SIGTERM to this process as Spark does to the runner."""
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
-    made: list[tuple[QueueStream, RecordingProxy]] = []
+    made: list[tuple[MicroBatchReader, RecordingProxy]] = []
 
-    def make(**options: str) -> tuple[QueueStream, RecordingProxy]:
+    def make(**options: str) -> tuple[MicroBatchReader, RecordingProxy]:
         proxy = RecordingProxy(broker.url)
         uri = proxy.url + ("&" if "?" in proxy.url else "?") + "heartbeat=0"
-        reader = stream_reader(SourceOptions.parse({"uri": uri, **options}))
+        reader = micro_batch_reader(SourceOptions.parse({"uri": uri, **options}))
         made.append((reader, proxy))
         return reader, proxy
 

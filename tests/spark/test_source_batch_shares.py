@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amqp_spark.source.classic import fair_shares
+from amqp_spark.source.classic.driver_consumers import fair_shares
 
 
 def test_every_queue_gets_an_equal_share_when_all_have_enough() -> None:

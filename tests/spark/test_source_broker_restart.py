@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from amqp_spark.client import ChannelClosed
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_reader import stream_reader
+from amqp_spark.source.reader_choice import micro_batch_reader
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.classic_acks import nothing_waiting
 from tests.spark.conftest import Broker, Queries, RestartableBroker, confirming_channel
@@ -180,7 +180,7 @@ def test_stream_positions_are_read_right_after_a_broker_restart(restartable: Res
     queue = broker.new_stream_queue()
     broker.publish(queue, bodies(50))
     options = stream_options(broker, queue, startingOffsets="first")
-    reader = stream_reader(SourceOptions.parse(options))
+    reader = micro_batch_reader(SourceOptions.parse(options))
     previous = signal.getsignal(signal.SIGTERM)  # the reader chains a handler to it
     try:
         start = reader.initialOffset()

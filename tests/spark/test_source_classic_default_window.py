@@ -10,16 +10,16 @@ from typing import Any
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.classic import ClassicConsumers
-from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
-from amqp_spark.source.queue_stream import QueueStream
-from amqp_spark.source.window import (
+from amqp_spark.source.classic.driver_consumers import ClassicConsumers
+from amqp_spark.source.classic.window import (
     DEFAULT_WINDOW_BYTES,
     DEFAULT_WINDOW_MESSAGES,
     DELIVERY_OVERHEAD,
     GROWTH,
     DefaultWindow,
 )
+from amqp_spark.source.micro_batch import MicroBatchReader
+from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.recording_proxy import BASIC_ACK
@@ -77,14 +77,14 @@ def test_held_bytes_beyond_the_budget_are_over_it() -> None:
     assert policy.over_budget(held_bytes=7 * MiB, held=10)
 
 
-def _consumers(reader: QueueStream) -> ClassicConsumers:
+def _consumers(reader: MicroBatchReader) -> ClassicConsumers:
     state = reader._runner_state()
     assert isinstance(state, ClassicConsumers)
     return state
 
 
 def _poll_until_window(
-    reader: QueueStream, start: dict[str, Any], queue: str, window: int
+    reader: MicroBatchReader, start: dict[str, Any], queue: str, window: int
 ) -> dict[str, Any]:
     """``latestOffset`` (a processing-time trigger's, never waiting) until the queue's
     consumers have grown to ``window`` and filled it."""
@@ -113,7 +113,7 @@ def test_the_default_window_grows_from_one_message_to_its_target_acking_nothing(
     c = consumers._consumers[queue]
     assert (c.window, len(c.arrived)) == (1000, 1000)
     # One message first, then at most GROWTH times more at each step: 1, 16, 256, 1000.
-    assert [prefetch for _, prefetch in c.consumers] == [1, 15, 240, 744]
+    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [1, 15, 240, 744]
     assert end["deliveryTags"] == {queue: 1000}
     assert BASIC_ACK not in method_ids(only_connection(proxy))  # nothing acked before commit
     reader.commit(end)
@@ -157,7 +157,7 @@ def test_the_default_window_cancels_consumers_while_grown_messages_exceed_the_bu
     c = consumers._consumers[queue]
     for _ in range(400):  # grows to 1000 on the small ones, then holds 4 MB of large ones
         reader.latestOffset(start, ReadMaxRows(10**9))
-        if len(c.arrived) == 320 and len(c.consumers) == 1 and c.settled():
+        if len(c.arrived) == 320 and len(c.tags_and_prefetches) == 1 and c.settled():
             break
         time.sleep(0.05)
 
@@ -167,6 +167,6 @@ def test_the_default_window_cancels_consumers_while_grown_messages_exceed_the_bu
 
     assert len(c.arrived) == 320  # nothing held is dropped: it is acked with its batch
     assert policy.over_budget(c.held_bytes, len(c.arrived))
-    assert [prefetch for _, prefetch in c.consumers] == [1]  # the others cancelled
+    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [1]  # the others cancelled
     assert c.window == 1
     assert BASIC_ACK not in method_ids(only_connection(proxy))

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.micro_batch import MicroBatchReader
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies
@@ -28,7 +28,7 @@ from tests.spark.recording_proxy import (
 
 
 def offset_reaching(
-    reader: QueueStream, start: dict[str, Any], tags: dict[str, int], rows: int
+    reader: MicroBatchReader, start: dict[str, Any], tags: dict[str, int], rows: int
 ) -> dict[str, Any]:
     """``latestOffset(start)`` once it reaches ``tags`` (deliveries are on their way)."""
     end = reader.latestOffset(start, ReadMaxRows(rows))
@@ -42,7 +42,7 @@ def offset_reaching(
 
 
 def planned_rows(
-    reader: QueueStream, start: dict[str, Any], end: dict[str, Any]
+    reader: MicroBatchReader, start: dict[str, Any], end: dict[str, Any]
 ) -> list[tuple[str, int, bytes]]:
     """(queue, delivery tag, body) of the batch, as the executors would read it."""
     table = pa.Table.from_batches(

@@ -12,10 +12,15 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame
 
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of
-from amqp_spark.source.data_loss import DataLossError, lost
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.streams import StreamTails, first_offset, plan_ranges, read_range
+from amqp_spark.source.stream_queues.data_loss import DataLossError, lost
+from amqp_spark.source.stream_queues.ranges import (
+    StreamTails,
+    first_offset,
+    plan_ranges,
+    read_range,
+)
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import stream_options
 from tests.spark.progress import wait_until

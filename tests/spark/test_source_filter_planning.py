@@ -10,7 +10,7 @@ import pytest
 
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.streams import StreamTails, plan_ranges
+from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges
 from amqp_spark.stream_filter import rabbitmq_without_filtering
 
 OPTIONS = SourceOptions.parse(

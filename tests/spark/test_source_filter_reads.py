@@ -14,7 +14,7 @@ from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
-from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
+from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges, read_range
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 from tests.spark.conftest import Broker
 from tests.spark.recording_proxy import RecordingProxy

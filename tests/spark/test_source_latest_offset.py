@@ -9,13 +9,13 @@ from typing import Any
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.micro_batch import MicroBatchReader
 from tests.spark.conftest import Broker, ReaderFactory
 
 CALLS = 300
 
 
-def latest_after_many_calls(reader: QueueStream, start: dict[str, Any]) -> Any:
+def latest_after_many_calls(reader: MicroBatchReader, start: dict[str, Any]) -> Any:
     """``latestOffset`` called CALLS times, a millisecond apart; the last answer."""
     end = None
     for _ in range(CALLS):

@@ -8,11 +8,11 @@ import datetime
 import pytest
 
 from amqp_spark.options import OptionError
-from amqp_spark.source import starting
-from amqp_spark.source.classic_stream import ClassicQueueStream
+from amqp_spark.source.classic.classic_micro_batch import ClassicMicroBatchReader
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_queue_stream import StreamQueueStream
-from amqp_spark.source.stream_reader import stream_reader
+from amqp_spark.source.reader_choice import micro_batch_reader
+from amqp_spark.source.stream_queues import starting
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueMicroBatchReader
 
 URI = "amqp://guest:secret@127.0.0.1:5672/%2F"
 
@@ -116,7 +116,7 @@ def test_options_are_case_insensitive_and_defaults_apply() -> None:
 def test_quorum_queues_are_read_as_classic_ones() -> None:
     opts = parse(queue="orders", queueType="Quorum")
     assert (opts.queue_type, opts.is_stream) == ("quorum", False)
-    assert isinstance(stream_reader(opts), ClassicQueueStream)
+    assert isinstance(micro_batch_reader(opts), ClassicMicroBatchReader)
 
 
 def test_exchange_defaults_to_binding_everything() -> None:
@@ -143,7 +143,8 @@ def test_starting_offsets_forms() -> None:
 
 def test_starting_offsets_default_to_next_and_stream_reads_to_their_own_queue_type() -> None:
     assert parse(queue="s", queueType="stream").start_of("s") == starting.Next()
-    assert isinstance(stream_reader(parse(queue="s", queueType="stream")), StreamQueueStream)
+    reader = micro_batch_reader(parse(queue="s", queueType="stream"))
+    assert isinstance(reader, StreamQueueMicroBatchReader)
 
 
 @pytest.mark.parametrize(

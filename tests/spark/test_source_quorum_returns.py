@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from amqp_spark.source.delivery_limit import delivery_limit_warning
+from amqp_spark.source.classic.delivery_limit import delivery_limit_warning
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies
 from tests.spark.test_source_classic_runner import offset_reaching

@@ -23,7 +23,7 @@ from amqp_spark.client import connect
 from amqp_spark.options import OptionError
 from amqp_spark.sink.super_stream import hash_partition
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.super_stream_stream import with_partitions
+from amqp_spark.source.stream_queues.super_stream_micro_batch import with_partitions
 from tests.spark.conftest import Queries
 from tests.spark.inputs import bodies
 from tests.support.super_streams import (

@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
-from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.source.micro_batch import MicroBatchReader
 from tests.spark.conftest import Broker, ReaderFactory
 from tests.spark.inputs import bodies
 from tests.spark.recording_proxy import QUEUE_DECLARE, RecordingProxy, SentMethod
@@ -53,7 +53,7 @@ def declared(proxy: RecordingProxy) -> list[tuple[str, bool, bool, bool]]:
     ]
 
 
-def one_batch(reader: QueueStream[Any], rows: int) -> list[Any]:
+def one_batch(reader: MicroBatchReader[Any], rows: int) -> list[Any]:
     """Plan a batch of ``rows`` from the start (bounded wait) and read its partitions here."""
     start = reader.initialOffset()
     deadline = time.monotonic() + 15

@@ -13,7 +13,7 @@ from amqp_spark.sink.super_stream import hash_partition, murmur3_32
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import OffsetError, StreamOffset, SuperStreamOffset, to_json
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.streams import StreamTails
+from amqp_spark.source.stream_queues.ranges import StreamTails
 
 URI = "amqp://guest:guest@127.0.0.1:5672/%2F"
 

@@ -1,8 +1,8 @@
-"""The streaming reader of stream queues: exact offset ranges, read by the executors.
+"""The micro-batch reader of stream queues: exact offset ranges, read by the executors.
 
-The runner holds :class:`~amqp_spark.source.streams.StreamTails` (where each stream ends);
-a batch is a range of offsets per queue that any executor reads again the same way, so
-nothing is acked at Spark's commit: a stream keeps its messages.
+The runner holds :class:`~amqp_spark.source.stream_queues.ranges.StreamTails` (where each
+stream queue ends); a batch is a range of offsets per queue that any executor reads again the
+same way, so nothing is acked at Spark's commit: a stream queue keeps its messages.
 """
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
+from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.partitions import StreamRangePartition
-from amqp_spark.source.queue_stream import QueueStream
-from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
+from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges, read_range
 from amqp_spark.spark_api import ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
 
 
-class StreamQueueStream(QueueStream[StreamTails]):
+class StreamQueueMicroBatchReader(MicroBatchReader[StreamTails]):
     """``readStream`` of queues with ``queueType`` 'stream'."""
 
     def _new_state(self) -> StreamTails:
@@ -54,7 +54,8 @@ class StreamQueueStream(QueueStream[StreamTails]):
 
     def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """The batch's ranges. Whether retention removed some of them is found by the
-        executors that read them (see :mod:`~amqp_spark.source.data_loss`), not here."""
+        executors that read them (see :mod:`~amqp_spark.source.stream_queues.data_loss`), not
+        here."""
         tails = self._runner_state()  # a batch replanned after a restart comes first
         first, last = StreamOffset.from_dict(start), StreamOffset.from_dict(end)
         ranges: list[InputPartition] = list(plan_ranges(self.options, first, last, tails))

@@ -29,14 +29,14 @@ import pyarrow as pa
 from amqp_spark.server_product import is_rabbitmq
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
-from amqp_spark.source.data_loss import lost
-from amqp_spark.source.filter_plan import ExactRead, MatchesSeen
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import OffsetError, StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
-from amqp_spark.source.resume import resuming
-from amqp_spark.source.starting import Exactly, First, Last, Next, QueueStart
+from amqp_spark.source.stream_queues.data_loss import lost
+from amqp_spark.source.stream_queues.filter_plan import ExactRead, MatchesSeen
+from amqp_spark.source.stream_queues.resume import resuming
+from amqp_spark.source.stream_queues.starting import Exactly, First, Last, Next, QueueStart
 from amqp_spark.stream_filter import rabbitmq_without_filtering
 
 if TYPE_CHECKING:
@@ -126,7 +126,8 @@ class StreamTails:
 
     def exact_read(self, queue: str, begin: int, end: int) -> ExactRead | None:
         """With filterValues, how to read the matches of ``[begin, end)`` exactly (see
-        :mod:`~amqp_spark.source.filter_plan`); None when the tail saw it hold none."""
+        :mod:`~amqp_spark.source.stream_queues.filter_plan`); None when the tail saw it hold
+        none."""
         with self._lock:
             seen = self._seen[queue]
             seen.forget_before(begin)  # earlier batches are read
@@ -347,8 +348,8 @@ def read_range_once(part: StreamRangePartition) -> Iterator[pa.RecordBatch]:
 
     The read ends at the first delivery at or after ``stop_at``, an offset the driver saw
     (the range's last offset, or with a filter a match the broker is sure to deliver; see
-    :mod:`~amqp_spark.source.filter_plan`), so it never ends early however slow the broker.
-    It fails (never hangs) when the stream stops delivering before that: a silence of
+    :mod:`~amqp_spark.source.stream_queues.filter_plan`), so it never ends early however slow the
+    broker. It fails (never hangs) when the stream stops delivering before that: a silence of
     ``pollTimeoutMs`` x 10 means the stream was truncated or the broker is unwell. With a
     filter, each delivery is checked again: only matching messages become rows.
     """

@@ -1,8 +1,10 @@
-"""What the two kinds of streaming reader share: the runner process's end, and the limits.
+"""What the micro-batch readers of each kind of queue share: the runner process's end, and
+the limits.
 
-``streamReader()`` returns a :class:`~amqp_spark.source.classic_stream.ClassicQueueStream`
-or a :class:`~amqp_spark.source.stream_queue_stream.StreamQueueStream` (see
-``stream_reader``). Each owns its runner-side state: one object lives in the query run's
+``streamReader()`` returns a
+:class:`~amqp_spark.source.classic.classic_micro_batch.ClassicMicroBatchReader` or a
+:class:`~amqp_spark.source.stream_queues.stream_queue_micro_batch.StreamQueueMicroBatchReader`
+(see ``reader_choice``). Each owns its runner-side state: one object lives in the query run's
 long-lived source runner process (every method but ``read``); ``read`` runs on executors on
 a fresh copy that holds nothing but the options, so that state is made lazily, in the runner
 (a reader holding a socket cannot be pickled).
@@ -47,7 +49,7 @@ class RunnerState(Protocol):
 State = TypeVar("State", bound=RunnerState)
 
 
-class QueueStream(DataSourceStreamReader, SupportsTriggerAvailableNow, Generic[State]):
+class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Generic[State]):
     """A streaming read of AMQP queues; a subclass owns the runner-side ``State`` of one
     kind of queue, and plans through ``_initial``, ``_latest`` and ``_partitions`` (the
     Spark methods here keep what a Spark without admission control does not say)."""

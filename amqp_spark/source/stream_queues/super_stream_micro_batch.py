@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from amqp_spark.source.connecting import open_with_retry
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.stream_queue_stream import StreamQueueStream
-from amqp_spark.source.streams import StreamTails
+from amqp_spark.source.stream_queues.ranges import StreamTails
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueMicroBatchReader
 from amqp_spark.super_streams import describe, find
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _nothing(conn: Connection) -> None:
     """No setup: the connection is for passive declares."""
 
 
-class SuperStreamQueueStream(StreamQueueStream):
+class SuperStreamMicroBatchReader(StreamQueueMicroBatchReader):
     """``readStream`` with ``superStream``: the partitions are found when the runner first
     needs them; from then on the reader is the stream-queue reader of those partitions."""
 

@@ -35,12 +35,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from amqp_spark.source.classic.delivery_limit import warn_about_delivery_limit
+from amqp_spark.source.classic.window import DefaultWindow
 from amqp_spark.source.connecting import open_with_retry, using_queue
-from amqp_spark.source.delivery_limit import warn_about_delivery_limit
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
-from amqp_spark.source.window import DefaultWindow
 
 if TYPE_CHECKING:
     from amqp_spark.client import Channel, Connection, Delivery
@@ -85,9 +85,9 @@ class _Consumer:
     acked: int = 0  #: the last tag acked
     arrived: list[Delivery] = field(default_factory=list)
     redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
-    #: The AMQP consumers on the channel (tag, prefetch), oldest first, and their sum: how
-    #: many deliveries may be unacked.
-    consumers: list[tuple[str, int]] = field(default_factory=list)
+    #: The AMQP consumers on the channel as (consumer tag, prefetch), oldest first; their
+    #: prefetches sum to how many deliveries may be unacked.
+    tags_and_prefetches: list[tuple[str, int]] = field(default_factory=list)
     window: int = 0
     seen_bytes: int = 0  #: body bytes of every delivery admitted
     held_bytes: int = 0  #: body bytes of ``arrived``
@@ -105,7 +105,7 @@ class _Consumer:
     def consume(self, queue: str, prefetch: int) -> None:
         """Add an AMQP consumer of ``prefetch`` on the channel, waiting for the broker."""
         self.channel.basic_qos(prefetch_count=prefetch)
-        self.consumers.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
+        self.tags_and_prefetches.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
         self.window += prefetch
 
     def grow(self, queue: str, prefetch: int) -> None:
@@ -116,13 +116,13 @@ class _Consumer:
             self.channel.request_later("basic.qos", prefetch_count=prefetch, global_=False),
             self.channel.request_later("basic.consume", queue=queue, consumer_tag=tag),
         ]
-        self.consumers.append((tag, prefetch))
+        self.tags_and_prefetches.append((tag, prefetch))
         self.window += prefetch
 
     def shrink(self) -> None:
         """Cancel the newest consumer (not the first): its deliveries stay unacked on the
         channel until their batch is acked, but no more come to it."""
-        tag, prefetch = self.consumers.pop()
+        tag, prefetch = self.tags_and_prefetches.pop()
         self.growing = [self.channel.request_later("basic.cancel", consumer_tag=tag)]
         self.window -= prefetch
 
@@ -286,7 +286,7 @@ class ClassicConsumers:
             return
         policy = self._default_window
         if policy.over_budget(consumer.held_bytes, len(consumer.arrived)):
-            if len(consumer.consumers) > 1:
+            if len(consumer.tags_and_prefetches) > 1:
                 consumer.shrink()
             return  # no growth while over: what comes would be held beyond the budget
         share = policy.next_share(consumer.window, consumer.admitted, consumer.average_body())

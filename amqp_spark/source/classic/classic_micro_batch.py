@@ -1,8 +1,9 @@
-"""The streaming reader of classic (and quorum) queues: at-least-once, acked at Spark's commit.
+"""The micro-batch reader of classic (and quorum) queues: at-least-once, acked at Spark's
+commit.
 
-The runner holds :class:`~amqp_spark.source.classic.ClassicConsumers`: the deliveries of
-each queue, unacked, until Spark has committed the batch they are in. A batch's partitions
-carry its deliveries to the executors as Arrow IPC bytes.
+The runner holds :class:`~amqp_spark.source.classic.driver_consumers.ClassicConsumers`: the
+deliveries of each queue, unacked, until Spark has committed the batch they are in. A batch's
+partitions carry its deliveries to the executors as Arrow IPC bytes.
 
 Acks and Spark's deferred commit: Spark calls ``commit(end of batch N)`` only when it plans
 batch N+1, so with an idle stream, or at the end of an AvailableNow or once run, a committed
@@ -19,7 +20,7 @@ ends the run with SIGTERM to the runner only after writing the batch to the comm
 option, the SIGTERM handler looks the batch up in the query's checkpoint and acks it iff it
 was committed, before closing the connection; a failed run acks nothing.
 
-A Spark without admission control (PySpark 4.0, 4.1; see ``queue_stream``) runs AvailableNow
+A Spark without admission control (PySpark 4.0, 4.1; see ``micro_batch``) runs AvailableNow
 queries that way too, and does not say which trigger runs: there every batch may be the
 run's last, so the option is needed for every stream, and the end of the run (SIGTERM, or
 ``stop()``, which these call) acks the last batch iff it was committed. The run's first
@@ -41,13 +42,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
-from amqp_spark.source.checkpoint import latest_batch_committed_at
-from amqp_spark.source.classic import ClassicConsumers
+from amqp_spark.source.classic.checkpoint import latest_batch_committed_at
+from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.limits import NO_ROW_LIMIT
+from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, split_rows
-from amqp_spark.source.queue_stream import QueueStream
 from amqp_spark.spark_api import PYSPARK_VERSION, ReadAllAvailable, ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
@@ -73,7 +74,7 @@ NO_ADMISSION_CONTROL_NEEDS_CHECKPOINT = (
 )
 
 
-class ClassicQueueStream(QueueStream[ClassicConsumers]):
+class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
     """``readStream`` of queues with ``queueType`` 'classic' or 'quorum', or of ``exchange``."""
 
     def __init__(self, options: SourceOptions) -> None:

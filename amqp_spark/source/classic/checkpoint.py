@@ -1,6 +1,6 @@
 """Reading a streaming query's checkpoint the way Spark writes it, for ``trigger(once=True)``
 on classic queues: Spark calls nothing on the source after the only batch of a once run, so
-the source looks the batch up there when the run ends (see ``classic_stream``)."""
+the source looks the batch up there when the run ends (see ``classic_micro_batch``)."""
 
 from __future__ import annotations
 
