@@ -137,7 +137,8 @@ class PartitionPublisher:
         """Write the messages of ``runs`` in order; blocks only while too many confirms are
         outstanding or the broker blocks the connection."""
         try:
-            self._check_exchanges({run.exchange for run in runs})
+            exchanges = {run.exchange for run in runs}
+            self._failing_over(functools.partial(self._check_exchanges, exchanges))
             for exchange, messages in runs:
                 for start in range(0, len(messages), self._chunk):
                     chunk = messages[start : start + self._chunk]
