@@ -4,7 +4,7 @@ prints one JSON line (rows/s, CPU-s per million rows per process, and Spark's ph
 over the run's micro-batches, from the query the tree's harness started).
 
 The run is the tree's own ``bench_source`` harness (its ``_fill`` and ``_source_rate``, the
-same in both trees, ``prefetch`` 131070), its ``bundled_broker`` and ``tests.support.spark``:
+same in both trees, ``prefetch`` 131070), its ``bundled_broker`` and ``testbed.spark``:
 run it with another checkout's interpreter from that checkout, and the broker, the source,
 Spark's Python workers (``PYSPARK_PYTHON`` is this interpreter) are that tree's; the JSON says where
 the workers imported ``amqp_spark`` from. The CPU sampler is loaded from this file's folder,
@@ -29,7 +29,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter  # noqa: E402
 from amqp_spark.datasource import AMQPDataSource  # noqa: E402
 from benchmarks.bench_broker import bundled_broker  # noqa: E402
 from benchmarks.bench_source import SOURCE_PREFETCH, _fill, _source_rate  # noqa: E402
-from tests.support.spark import local_session  # noqa: E402
+from testbed.spark import local_session  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "process_cpu", Path(__file__).with_name("process_cpu.py")

@@ -16,9 +16,9 @@ import pytest
 
 from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import ClientTimeout, connect
+from testbed.rabbitmq import RabbitMQNode
 from tests.client.conftest import message_count
 from tests.support.fixtures import private_rabbitmq_node
-from tests.support.rabbitmq import RabbitMQNode
 
 pytestmark = [
     pytest.mark.rabbitmq,

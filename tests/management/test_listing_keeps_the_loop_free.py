@@ -14,8 +14,8 @@ import pytest
 
 from broker import Broker
 from broker.management import queues
+from testbed.raw_client import M, call, next_method, open_raw
 from tests.management.conftest import Api
-from tests.security.raw_client import M, call, next_method, open_raw
 
 QUEUES = 5000
 

@@ -27,8 +27,7 @@ from hypothesis import strategies as st
 
 from amqp_protocol import SPEC_0_9_1, Connection
 from broker import Broker
-
-from .raw_client import M, open_raw, read_until_quiet
+from testbed.raw_client import M, open_raw, read_until_quiet
 
 #: Fuzzed connections after which the broker's heap is compared, and the growth allowed
 #: (a queue or exchange a mutated declaration creates stays, a few hundred bytes each).
