@@ -40,8 +40,7 @@ def test_connections_and_channels_keep_their_attributes_inline() -> None:
         pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", b.port)) as client,
     ):
         client.channel()
-        assert b._server is not None
-        (conn,) = b._server.connections
+        (conn,) = b.server.connections
         (channel,) = conn.channels.values()
         for obj, attribute in ((conn, "transport"), (channel, "conn")):
             if sys.version_info[:2] == (3, 11):  # before vars(), which makes the dict

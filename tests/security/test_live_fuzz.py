@@ -222,8 +222,7 @@ def test_after_fuzzing_nothing_leaked_and_no_internal_error(
     broker: Broker, canary: pika.BlockingConnection, errors_logged: ErrorLog
 ) -> None:
     """Runs after the fuzz tests of this module (pytest keeps file order)."""
-    server = broker._server
-    assert server is not None
+    server = broker.server
     deadline = time.monotonic() + 10
     while len(server.connections) > 1 and time.monotonic() < deadline:
         time.sleep(0.05)

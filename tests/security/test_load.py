@@ -34,8 +34,7 @@ def broker() -> Iterator[Broker]:
 
 
 def _server(broker: Broker) -> BrokerServer:
-    assert broker._server is not None
-    return broker._server
+    return broker.server
 
 
 @pytest.mark.slow

@@ -6,7 +6,6 @@ once, its deliveries requeued."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -115,17 +114,15 @@ def clocked() -> Iterator[tuple[str, FakeClock, Callable[[float], None]]]:
     """A broker of its own whose sessions' detached lifetimes count on a fake clock: its
     URL, the clock and a function that moves the clock on the broker's event loop."""
     with Broker() as broker:
-        assert broker._server is not None and broker._loop is not None
-        dialect = broker._server.dialects.of(SPEC_0_10)
+        dialect = broker.server.dialects.of(SPEC_0_10)
         assert isinstance(dialect, Spec010Dialect)
         clock = dialect.sessions.clock = FakeClock()
-        loop = broker._loop
 
         def advance(seconds: float) -> None:
             async def move() -> None:
                 clock.advance(seconds)
 
-            asyncio.run_coroutine_threadsafe(move(), loop).result(5)
+            broker.run_on_loop(move(), 5)
 
         yield broker.url, clock, advance
 
