@@ -40,8 +40,8 @@ from benchmarks.common import Row, row
 from broker.store import Store, StoreError
 from broker.store.journal import COMPACT_LIVE_FRACTION
 from testbed.broker_process import BrokerProcess
-from testbed.journal import declare_queues, persistent, write_journal
 from testbed.rabbitmq import RabbitMQUnavailable, rabbitmq
+from testbed.store_data import declare_queues, persistent, write_journal
 
 PRODUCERS = 8
 WINDOW = 1000

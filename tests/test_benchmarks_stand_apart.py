@@ -16,7 +16,7 @@ def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
     """Every module ``path`` imports, absolute (a relative import resolved against its package),
     with each name a ``from`` import takes (it may be a submodule)."""
     package = path.relative_to(root).parent.parts
-    modules = set()
+    modules: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
         if isinstance(node, ast.Import):
             modules.update(alias.name for alias in node.names)

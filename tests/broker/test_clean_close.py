@@ -62,7 +62,8 @@ def test_writes_after_a_pipelined_close_succeed_and_are_not_routed(
         time.sleep(0.05)
         sock.sendall(after[70:])
         sock.setblocking(False)
-        received, written, errors = b"", 0, []
+        received, written = b"", 0
+        errors: list[OSError | EOFError] = []
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
             try:

@@ -129,7 +129,7 @@ def test_argument_values_are_checked_with_rabbitmqs_terms(
     channel: BlockingChannel, name: str
 ) -> None:
     where = f"for queue '{name}' in vhost '/'"
-    cases = [
+    cases: list[tuple[dict[str, object], str]] = [
         ({"x-max-length": "abc"}, f'x-max-length\' {where}: "expected integer, got longstr"'),
         ({"x-message-ttl": -1}, f"x-message-ttl' {where}: {{value_negative,-1}}"),
         ({"x-overflow": "bogus"}, f"x-overflow' {where}: invalid_overflow"),

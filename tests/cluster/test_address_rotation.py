@@ -219,7 +219,7 @@ def test_the_sink_publishes_what_was_not_confirmed_again_on_the_next_node(
 
         got = set()
         while (d := ch.basic_get(queue, no_ack=True)) is not None:
-            got.add(d.properties.message_id)
+            got.add(d.properties.fields()["message_id"])
     assert got == set(ids)
     assert second.methods_sent(), "nothing was published through the second node"
 

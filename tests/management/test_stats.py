@@ -11,18 +11,12 @@ import pika
 from broker import Broker
 from broker.management.rates import SAMPLED, STEP, RateSampler
 from broker.model.stats import FIELDS
+from testbed.waiting import wait_until
 from tests.management.conftest import Api
 
 
 class _Object:
     """Something the sampler can hold a weak reference to."""
-
-
-def _wait_for(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_counts_follow_publishes_confirms_deliveries_gets_and_acks(
@@ -64,7 +58,11 @@ def test_counts_follow_publishes_confirms_deliveries_gets_and_acks(
     exchange = api.get("/api/exchanges/%2F/amq.default")["message_stats"]
     assert (exchange["publish_in"], exchange["publish_out"]) == (5, 5)
     conn.close()
-    _wait_for(lambda: api.get("/api/overview")["object_totals"]["connections"] == 0)
+    wait_until(
+        lambda: api.get("/api/overview")["object_totals"]["connections"] == 0,
+        5.0,
+        "the overview to count no connection",
+    )
     overall = api.get("/api/overview")["message_stats"]
     assert (overall["publish"], overall["confirm"], overall["deliver_get"], overall["ack"]) == (
         5,

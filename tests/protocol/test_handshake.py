@@ -87,9 +87,9 @@ def test_secure_rounds_repeat_until_the_server_tunes(spec: Spec) -> None:
     server, client = _peers(spec, State.LOGIN)
     for challenge in (b"first", b"second"):
         assert client.receive(server.secure(challenge)).challenge == challenge  # type: ignore[attr-defined]
-        assert client.state is server.state is State.SECURE
+        assert (client.state, server.state) == (State.SECURE, State.SECURE)
         server.receive(client.secure_ok(b"answer"))
-        assert client.state is server.state is State.LOGIN
+        assert (client.state, server.state) == (State.LOGIN, State.LOGIN)
     assert server.mechanism == "PLAIN"  # the start-ok's, for every round
     client.receive(server.tune(0, 0, 0))
     assert client.state is State.TUNE
@@ -190,7 +190,8 @@ def test_a_refused_login_accepts_only_a_close() -> None:
     with pytest.raises(ValueError):
         server.tune(0, 0, 0)
     server.close(403, "ACCESS_REFUSED - Login was refused")
-    assert server.state is State.CLOSING
+    closing = server.state
+    assert closing is State.CLOSING
     server.receive(SPEC_0_9_1.method("connection.close-ok")())
     assert server.state is State.CLOSED
 
@@ -200,9 +201,9 @@ def test_close_is_answered_with_close_ok_and_both_may_close_at_once(spec: Spec) 
     server, client = _peers(spec, State.OPEN)
     client.receive(server.close(320, "CONNECTION_FORCED"))
     server.receive(client.close(200, "Goodbye"))  # sent before it saw the server's
-    assert server.state is client.state is State.CLOSING_BOTH
+    assert (server.state, client.state) == (State.CLOSING_BOTH, State.CLOSING_BOTH)
     server.receive(client.close_ok())
-    assert server.state is client.state is State.CLOSING
+    assert (server.state, client.state) == (State.CLOSING, State.CLOSING)
     client.receive(server.close_ok())
     assert server.state is client.state is State.CLOSED
 

@@ -41,7 +41,11 @@ def test_method_defaults_encode_and_decode(cls: type[Method]) -> None:
     assert (decoded, end) == (method, len(method.encode()))
 
 
-@pytest.mark.parametrize("cls", [p for p in ALL_METHODS if p.values[0].DEFINITION.fields])
+def _has_fields(cls: object) -> bool:
+    return isinstance(cls, type) and issubclass(cls, Method) and bool(cls.DEFINITION.fields)
+
+
+@pytest.mark.parametrize("cls", [p for p in ALL_METHODS if _has_fields(p.values[0])])
 def test_truncated_arguments_are_a_syntax_error(cls: type[Method]) -> None:
     payload = cls().encode()
     for cut in range(4, len(payload)):
@@ -66,4 +70,4 @@ def test_method_metadata_comes_from_the_spec() -> None:
     assert (publish.NAME, publish.CLASS_ID, publish.METHOD_ID) == ("basic.publish", 60, 40)
     assert publish.HAS_CONTENT and not publish.SYNCHRONOUS
     assert ALL_SPECS[0].method("queue.declare").SYNCHRONOUS
-    assert ALL_SPECS[1].method("queue.declare")().no_wait is False  # 0-9's "nowait"
+    assert ALL_SPECS[1].method("queue.declare")().fields()["no_wait"] is False  # 0-9's "nowait"

@@ -13,12 +13,13 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from amqp_spark.schema import spark_schema
+from testbed.waiting import wait_until
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, Queries, RestartableBroker
 from tests.spark.inputs import bodies
 from tests.spark.inputs import classic_options as options
 from tests.spark.killed_driver import run_until_killed
-from tests.spark.progress import as_dict, wait_until
+from tests.spark.progress import as_dict
 from tests.spark.recording_proxy import CONNECTION_CLOSE, RecordingProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -259,7 +260,9 @@ def test_last_progress_shows_latest_offset_and_messages_waiting(
     )
     assert query.awaitTermination(120)
 
-    source = query.lastProgress["sources"][0]
+    progress = query.lastProgress
+    assert progress is not None
+    source = progress["sources"][0]
     assert as_dict(source["endOffset"])["deliveryTags"] == {queue: 9}
     waiting = as_dict(source["latestOffset"])["messagesWaiting"][queue]
     assert waiting["unacked"] == 9  # as planned: all in the batch, unacked

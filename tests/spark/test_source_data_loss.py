@@ -16,9 +16,9 @@ from amqp_spark.source.data_loss import DataLossError, lost
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.streams import StreamTails, first_offset, plan_ranges, read_range
+from testbed.waiting import wait_until
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import stream_options
-from tests.spark.progress import wait_until
 from tests.support import fixtures
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

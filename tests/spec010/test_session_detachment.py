@@ -56,10 +56,6 @@ def _resumes_with_its_deliveries(peer: Peer, session_id: uuid.UUID, unacked: lis
     assert (third.method.consumer_tag, third.body) == ("kept", b"c")
 
 
-def _message_count(peer: Peer, channel: int, name: str) -> int:
-    return int(peer.call(channel, "queue.declare", queue=name, passive=True).message_count)
-
-
 def _socket_closed(peer: Peer) -> None:
     peer.sock.close()
     peer.closed = True
@@ -104,7 +100,7 @@ def test_a_lost_session_with_lifetime_0_ends_at_once_its_deliveries_requeued(
     first.close()  # answered close-ok after the session ended
     second = peer_factory()
     second.open_channel(1)
-    assert _message_count(second, 1, name) == 2
+    assert second.message_count(name, 1) == 2
     second.send(3, "session.resume", session_id=session_id)
     assert second.error(3) == ("channel", 404)
 
@@ -140,9 +136,9 @@ def test_a_lost_session_ends_when_its_detached_lifetime_runs_out(
         second.open_channel(1)
         assert clock.pending == 1  # the lifetime counts down from the connection's close
         advance(29.9)
-        assert _message_count(second, 1, name) == 0  # still held by the detached session
+        assert second.message_count(name, 1) == 0  # still held by the detached session
         advance(0.2)
-        assert _message_count(second, 1, name) == 2  # it ended: its deliveries are requeued
+        assert second.message_count(name, 1) == 2  # it ended: its deliveries are requeued
         second.send(3, "session.resume", session_id=session_id)
         assert second.error(3) == ("channel", 404)
     finally:

@@ -134,8 +134,8 @@ def test_virtual_hosts_share_no_exchange_queue_or_message(
         there.queue_declare("same-name")
         here.basic_publish("", "same-name", b"home")
         assert there.basic_get("same-name", no_ack=True) is None
-        home = here.basic_get("same-name", no_ack=True)
-        assert home is not None and home.body == b"home"
+        got = here.basic_get("same-name", no_ack=True)
+        assert got is not None and got.body == b"home"
         with pytest.raises(ChannelClosed) as info:
             there.exchange_declare("only-home", "fanout", passive=True)
         assert info.value.reply_code == 404

@@ -14,7 +14,7 @@ import pytest
 
 from broker.store import Store, StoreError, records
 from broker.store.recovery import segment_numbers, segment_path
-from testbed.journal import declare_queues, persistent, recovered_bodies
+from testbed.store_data import declare_queues, persistent, recovered_bodies
 from tests.store.listeners import CollectingListener
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from broker.store import Journal, Store
-from testbed.journal import declare_queues, persistent, recovered_bodies
+from testbed.store_data import declare_queues, persistent, recovered_bodies
 from tests.store.listeners import CollectingListener
 
 SEGMENT_SIZE = 4096

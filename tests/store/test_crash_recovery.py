@@ -14,7 +14,7 @@ import pytest
 
 from broker.store import Store
 from broker.store.journal import CRASH_IN_COMPACTION_ENV
-from testbed.journal import declare_queues, recovered_bodies
+from testbed.store_data import declare_queues, recovered_bodies
 from tests.store.listeners import CollectingListener
 
 REPO = Path(__file__).resolve().parents[2]

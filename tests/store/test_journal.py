@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import cast
 
 from broker.store import Store
-from testbed.journal import declare_queues, persistent, recovered_bodies
+from testbed.store_data import declare_queues, persistent, recovered_bodies
 from tests.store.listeners import CollectingListener
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from broker.store import Store
-from testbed.journal import declare_queues, queue_of, write_journal
+from testbed.store_data import declare_queues, queue_of, write_journal
 
 MESSAGES = 1_000_000
 
