@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from amqp_protocol import SPEC_0_9_1, Connection, events
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import scheduled_seconds
-from tests.durability.broker_process import BrokerProcess
+from testbed.broker_process import BrokerProcess
 
 M = SPEC_0_9_1.method
 BODY = b"x" * 100
@@ -220,7 +220,7 @@ def run(quick: bool) -> list[Row]:
         ours = measure(host, port, quick)
     reference: dict[str, float] = {}
     try:
-        from tests.support.rabbitmq import RabbitMQUnavailable, rabbitmq
+        from testbed.rabbitmq import RabbitMQUnavailable, rabbitmq
     except ImportError:
         rabbitmq = None  # type: ignore[assignment]
     if rabbitmq is not None:

@@ -20,7 +20,7 @@ pika's BlockingConnection, and vs the broker's own ceiling.
 Ours and the references alternate ``ROUNDS`` times; each keeps its best (the machine may be
 shared: load only ever slows a run down). The bundled broker runs as its own process
 (``python -m broker``), as RabbitMQ does. RabbitMQ comes from ``AMQP_SPARK_RABBITMQ_URL`` or
-a private node (tests/support/rabbitmq.py).
+a private node (testbed/rabbitmq.py).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from amqp_spark.client import Channel, connect, parse_url
 from benchmarks.bench_broker import Client as RawClient
 from benchmarks.bench_broker import bundled_broker
 from benchmarks.common import Row, row
-from tests.support.rabbitmq import rabbitmq
+from testbed.rabbitmq import rabbitmq
 
 BODY = bytes(range(100))
 PREFETCH = 1000

@@ -39,11 +39,9 @@ from benchmarks.bench_broker import Client, M, _timed
 from benchmarks.common import Row, row
 from broker.store import Store, StoreError
 from broker.store.journal import COMPACT_LIVE_FRACTION
-from tests.durability.broker_process import BrokerProcess
-from tests.store.conftest import declare_queues
-from tests.store.messages import persistent
-from tests.store.test_recovery_scale import write_journal
-from tests.support.rabbitmq import RabbitMQUnavailable, rabbitmq
+from testbed.broker_process import BrokerProcess
+from testbed.rabbitmq import RabbitMQUnavailable, rabbitmq
+from testbed.store_data import declare_queues, persistent, write_journal
 
 PRODUCERS = 8
 WINDOW = 1000

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.common import Row, row
-from tests.durability.broker_process import BrokerProcess
-from tests.security.raw_client import M, call, open_raw
-from tests.security.traffic import consume, publish
+from testbed.broker_process import BrokerProcess
+from testbed.raw_client import M, call, open_raw
+from testbed.traffic import consume, publish
 
 CONFIG = "heartbeat = 0\nconnection_max = 20000\nwrite_buffer_high = 1048576\n"
 

@@ -34,7 +34,7 @@ from benchmarks import instructions
 from benchmarks.bench_broker import TIMEOUT, timed_with_cpu, workloads
 from benchmarks.bench_load import held
 from benchmarks.common import Row, row
-from tests.durability.broker_process import BrokerProcess
+from testbed.broker_process import BrokerProcess
 
 #: "counters": this broker with its counters but without the listener (and its imports), which
 #: tells the counters' cost from the listener's.

@@ -1,6 +1,6 @@
 """What the source costs per process on a standalone Spark cluster, for docs/scaling.md.
 
-A master and ``--executors`` workers of one core each (tests/support/spark_cluster.py, from
+A master and ``--executors`` workers of one core each (testbed/spark_cluster.py, from
 the installed PySpark, on 127.0.0.1), this process as the driver with one executor per
 worker. Per broker (the bundled one in its own process, RabbitMQ 4) and per queue type, a
 backlog of ``--count`` 100-byte messages (default 200,000) is drained by one Trigger.AvailableNow
@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 from benchmarks.bench_source import BROKERS, _fill, _load, _source_rate
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import ProcessCPU, command_line, parent, rabbitmq_node_pid
-from tests.support.spark_cluster import SparkCluster, cluster_session
+from testbed.spark_cluster import SparkCluster, cluster_session
 
 #: The process groups, in the table's order.
 KINDS = (

@@ -8,7 +8,7 @@ of 1000 messages per write, ``max_in_flight`` as the sink's default, the same pr
 (delivery_mode 2, a message id per message), then ``wait_for_confirms``. The two alternate
 twice; the best of each is kept. The queue is purged before every run.
 
-RabbitMQ comes from ``AMQP_SPARK_RABBITMQ_URL`` or a private node (tests/support/rabbitmq.py).
+RabbitMQ comes from ``AMQP_SPARK_RABBITMQ_URL`` or a private node (testbed/rabbitmq.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from amqp_spark.client import connect
 from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.sink.settings import SinkSettings
 from benchmarks.common import Row, row
-from tests.support.rabbitmq import rabbitmq
-from tests.support.spark import local_session
+from testbed.rabbitmq import rabbitmq
+from testbed.spark import local_session
 
 BODY = bytes(range(100))
 BATCH = 1000

@@ -23,7 +23,7 @@ per process (broker, JVM, the source's runner, the executors, this process) is r
 ``/proc``; the rows give it per million rows for the best run. Three brokers, in this order:
 the bundled broker in its own process (``python -m broker``), RabbitMQ 4 and RabbitMQ 3.10
 (``AMQP_SPARK_RABBITMQ_URL`` / ``AMQP_SPARK_RABBITMQ3_URL`` or private nodes,
-tests/support/rabbitmq.py). ``python -m benchmarks.bench_source [--count N] [--rounds R]``
+testbed/rabbitmq.py). ``python -m benchmarks.bench_source [--count N] [--rounds R]``
 runs it alone (``--broker bundled|rabbitmq4|rabbitmq3``, repeatable: only those), prints
 every run with the load average at its start and end and, for the source, where its time
 went (Spark's phases), then the rows and one Markdown table of every contender's best with
@@ -47,8 +47,8 @@ from amqp_spark.datasource import AMQPDataSource
 from benchmarks.bench_broker import bundled_broker
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import KINDS, ProcessCPU, rabbitmq_node_pid
-from tests.support.rabbitmq import rabbitmq
-from tests.support.spark import local_session
+from testbed.rabbitmq import rabbitmq
+from testbed.spark import local_session
 
 BODY = bytes(range(100))
 QUEUE = "bench-source"

@@ -28,9 +28,9 @@ from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.source.arrow import stream_offset_of
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER, StreamFilter
 from benchmarks.common import Row, row
-from tests.durability.broker_process import BrokerProcess
-from tests.support.rabbitmq import RabbitMQUnavailable, rabbitmq
-from tests.support.spark import local_session
+from testbed.broker_process import BrokerProcess
+from testbed.rabbitmq import RabbitMQUnavailable, rabbitmq
+from testbed.spark import local_session
 
 Properties = SPEC_0_9_1.properties("basic")
 EVERY = 100  #: one message in EVERY is hot: 1%

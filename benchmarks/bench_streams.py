@@ -21,8 +21,8 @@ import pika
 from benchmarks.bench_broker import Client, M
 from benchmarks.common import Row, row
 from broker.streams.log import SegmentedLog
-from tests.durability.broker_process import BrokerProcess
-from tests.support.rabbitmq import RabbitMQUnavailable, rabbitmq
+from testbed.broker_process import BrokerProcess
+from testbed.rabbitmq import RabbitMQUnavailable, rabbitmq
 
 BATCH = 100  # records per append: one group commit of publishes
 PAYLOAD = b"x" * 100

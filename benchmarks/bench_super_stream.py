@@ -14,7 +14,7 @@ and each keeps its best (the machine is shared: load only slows a run down). Eve
 per process (broker, JVM, the source's runner, the executors) is read from ``/proc``.
 
 Brokers: the bundled one in its own process (``python -m broker --in-memory``) and RabbitMQ 4
-(``AMQP_SPARK_RABBITMQ_URL`` or a private node, tests/support/rabbitmq.py).
+(``AMQP_SPARK_RABBITMQ_URL`` or a private node, testbed/rabbitmq.py).
 
 ``python -m benchmarks.bench_super_stream [--count N] [--rounds R] [--broker bundled|rabbitmq4]``
 prints every run with the load average, then a Markdown table: rows/s of each layout, the
@@ -41,8 +41,8 @@ from benchmarks.bench_broker import bundled_broker
 from benchmarks.bench_source import available_now_rate
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import KINDS, ProcessCPU, rabbitmq_node_pid
-from tests.support.rabbitmq import rabbitmq
-from tests.support.spark import local_session
+from testbed.rabbitmq import rabbitmq
+from testbed.spark import local_session
 
 BODY = bytes(range(100))
 LAYOUTS = (1, 3)

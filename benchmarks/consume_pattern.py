@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from amqp_spark.client import Channel, connect
 from benchmarks.bench_source import QUEUE, _bundled, _fill
 from benchmarks.process_cpu import ProcessCPU, rabbitmq_node_pid
-from tests.support.rabbitmq import rabbitmq
+from testbed.rabbitmq import rabbitmq
 
 _BROKERS = {
     "rabbitmq4": lambda: rabbitmq(4),

@@ -66,7 +66,7 @@ def _pids() -> list[int]:
 
 def rabbitmq_node_pid(port: int) -> int | None:
     """The ``beam.smp`` of the RabbitMQ node listening on ``port`` (its environment says
-    ``RABBITMQ_NODE_PORT``, as the private nodes of tests/support/rabbitmq.py set it)."""
+    ``RABBITMQ_NODE_PORT``, as the private nodes of testbed/rabbitmq.py set it)."""
     wanted = f"RABBITMQ_NODE_PORT={port}".encode()
     for pid in _pids():
         if "beam.smp" not in command_line(pid):

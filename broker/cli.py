@@ -60,7 +60,7 @@ def freeze_start_up_heap() -> None:
     out of the garbage collector's walks from now on.
 
     It lives as long as the process, yet every full collection walked it: measured over
-    sockets (``benchmarks/broker_ab.py``), freezing it made the broker 10-13% cheaper per
+    sockets (``benchmarks/ab/broker_ab.py``), freezing it made the broker 10-13% cheaper per
     message than as it was, which is what the rework's larger import heap had cost. Only the
     program does this: an embedded ``Broker()`` shares its host's heap, which is the host's
     to manage. Objects freed later are still freed by reference counting; only cycles among

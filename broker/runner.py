@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from .config import BrokerConfig
 from .server.app import BrokerServer
 
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
+
+T = TypeVar("T")
 
 
 def load_config(config: BrokerConfig | Mapping[str, Any] | str | Path | None) -> BrokerConfig:
@@ -85,6 +87,23 @@ class Broker:
         if self._server is None or self._server.management is None:
             raise RuntimeError("the broker has no management listener running")
         return self._server.management.url
+
+    @property
+    def server(self) -> BrokerServer:
+        """The running server, for tests and tools that look inside it (its ``vhosts``, the
+        model; ``config``; ``connections``; ``management``). Its state belongs to the
+        broker's event loop: change it only in a coroutine given to ``run_on_loop``."""
+        if self._server is None:
+            raise RuntimeError("the broker is not running")
+        return self._server
+
+    def run_on_loop(self, coro: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
+        """Run ``coro`` on the broker's event loop and return its result (or raise its
+        error, or ``TimeoutError`` after ``timeout`` seconds)."""
+        if self._loop is None or self._server is None:
+            coro.close()
+            raise RuntimeError("the broker is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def start(self) -> Broker:
         if self._thread is not None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install Debian's rabbitmq-server for the tests, without running the system service:
-# the tests start private nodes of their own (tests/support/rabbitmq.py).
+# the tests start private nodes of their own (testbed/rabbitmq.py).
 set -euo pipefail
 
 log() { echo "install-rabbitmq: $*" >&2; }

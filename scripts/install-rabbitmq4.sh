@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (once, then reuse) a minimal Debian trixie root holding RabbitMQ 4 (trixie's
 # rabbitmq-server, 4.0.x), for the tests' private RabbitMQ 4 nodes: bookworm's apt has
-# 3.10 only and no Docker engine runs here. tests/support/rabbitmq.py runs the node from
+# 3.10 only and no Docker engine runs here. testbed/rabbitmq.py runs the node from
 # the root with chroot, in a mount namespace of its own (/proc, /dev, /sys bound there).
 #
 # The root lives outside the checkout, in $AMQP_SPARK_RABBITMQ4_ROOT (default

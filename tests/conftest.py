@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from testbed.spark import local_session
 from tests.support import fixtures
-from tests.support.spark import local_session
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,11 +1,11 @@
-"""The over-sockets A/B harness (``benchmarks/broker_ab.py``): each round's figures are divided
+"""The over-sockets A/B harness (``benchmarks/ab/broker_ab.py``): each round's figures are divided
 by the reference broker's of the same round, and the table reports their median and quartiles."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.broker_ab import Round, ratios, summary, table
+from benchmarks.ab.broker_ab import Round, ratios, summary, table
 
 
 def _round(before: float, again: float, after: float) -> Round:

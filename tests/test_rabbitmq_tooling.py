@@ -23,7 +23,7 @@ def test_publish_with_confirms_and_get_back(rabbitmq_url: str) -> None:
             # With confirms on, basic_publish raises unless the broker acks the message.
             channel.basic_publish(exchange="", routing_key=queue, body=body, mandatory=True)
 
-        received = []
+        received: list[bytes] = []
         for _ in bodies:
             method, _properties, body = channel.basic_get(queue, auto_ack=True)
             assert method is not None, f"queue ran dry after {len(received)} messages"

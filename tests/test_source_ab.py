@@ -1,11 +1,11 @@
-"""The source's before/after harness (``benchmarks/source_ab.py``): pairs of runs, reported
+"""The source's before/after harness (``benchmarks/ab/source_ab.py``): pairs of runs, reported
 as each tree's medians and spreads and the median of the per-pair ratios."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.source_ab import figures, table
+from benchmarks.ab.source_ab import figures, table
 
 
 def _run(rate: float, broker: float) -> dict[str, Any]:

@@ -13,9 +13,9 @@ import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from tests.durability.broker_process import BrokerProcess
+from testbed.broker_process import BrokerProcess
+from testbed.rabbitmq import RabbitMQNode
 from tests.support.fixtures import private_rabbitmq_node
-from tests.support.rabbitmq import RabbitMQNode
 
 from .restarts import Restartable
 

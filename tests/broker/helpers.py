@@ -41,15 +41,6 @@ def get_all(channel: BlockingChannel, queue: str, limit: int = 1000) -> list[byt
     return bodies
 
 
-def wait_for(predicate, timeout: float = 5.0, step: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
-
-
 def get_when_there(
     channel: BlockingChannel, queue: str, timeout: float = 5.0
 ) -> tuple[Any, Any, bytes]:

@@ -84,8 +84,8 @@ def test_every_queue_type_takes_a_known_leader_locator_and_refuses_others(
     channel: BlockingChannel, name: str, queue_type: str
 ) -> None:
     where = f"for queue '{name}' in vhost '/'"
-    for value in ("client-local", "balanced", "random", "least-leaders"):
-        arguments = {"x-queue-type": queue_type, "x-queue-leader-locator": value}
+    for locator in ("client-local", "balanced", "random", "least-leaders"):
+        arguments = {"x-queue-type": queue_type, "x-queue-leader-locator": locator}
         channel.queue_declare(name, durable=True, arguments=arguments)
         channel.queue_delete(name)
     for value, why in (

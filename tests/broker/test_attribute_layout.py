@@ -7,7 +7,8 @@ class, as long as the class's instances set at most 29 distinct attributes (meas
 an indexed read (``LOAD_ATTR_INSTANCE_VALUE``); as a dict, to a hashed lookup
 (``LOAD_ATTR_WITH_HINT``; reading ``__dict__`` or ``vars()`` makes the dict too, so the
 test looks at the specialised load first). A connection with 32 attributes cost publishing
-~2% more CPU instructions per message (``python -m benchmarks.broker_work --adaptive before off``).
+~2% more CPU instructions per message
+(``python -m benchmarks.ab.broker_work --adaptive before off``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ def test_connections_and_channels_keep_their_attributes_inline() -> None:
         pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1", b.port)) as client,
     ):
         client.channel()
-        assert b._server is not None
-        (conn,) = b._server.connections
+        (conn,) = b.server.connections
         (channel,) = conn.channels.values()
         for obj, attribute in ((conn, "transport"), (channel, "conn")):
             if sys.version_info[:2] == (3, 11):  # before vars(), which makes the dict

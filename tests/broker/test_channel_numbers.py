@@ -10,7 +10,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from amqp_protocol import SPEC_0_9_1
-from tests.security.raw_client import M, call, open_raw
+from testbed.raw_client import M, call, open_raw
 from tests.spec09.peer import Peer
 
 

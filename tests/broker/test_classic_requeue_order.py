@@ -31,7 +31,7 @@ def _take(channel: BlockingChannel, queue: str, count: int) -> dict[str, int]:
 
 def _drain(channel: BlockingChannel, queue: str) -> list[str]:
     """The bodies left, in order; ``r`` marks a redelivery."""
-    out = []
+    out: list[str] = []
     while True:
         method, _, body = channel.basic_get(queue, auto_ack=True)
         if method is None:

@@ -18,7 +18,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from amqp_protocol import SPEC_0_9_1, Connection
 from broker.server.after_close import CLOSING_TIMEOUT, closing_seconds
-from tests.security.raw_client import M, call, open_raw
+from testbed.raw_client import M, call, open_raw
 
 PROPERTIES = SPEC_0_9_1.properties("basic")()
 CLOSE_OK = b"\x00\x0a\x00\x33"  # connection class 10, method close-ok 51
@@ -62,7 +62,8 @@ def test_writes_after_a_pipelined_close_succeed_and_are_not_routed(
         time.sleep(0.05)
         sock.sendall(after[70:])
         sock.setblocking(False)
-        received, written, errors = b"", 0, []
+        received, written = b"", 0
+        errors: list[OSError | EOFError] = []
         end = time.monotonic() + 1.0
         while time.monotonic() < end:
             try:

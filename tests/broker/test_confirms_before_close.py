@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from amqp_protocol import SPEC_0_9_1, Connection, Method
 from amqp_protocol.generated.spec_0_9_1 import BasicAck
-from tests.security.raw_client import M, call, open_raw
+from testbed.raw_client import M, call, open_raw
 
 PROPERTIES = SPEC_0_9_1.properties("basic")()
 

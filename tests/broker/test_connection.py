@@ -19,9 +19,9 @@ import pytest
 from pika.exceptions import ProbableAuthenticationError
 
 from amqp_protocol import SPEC_0_9_1, Connection, events
+from amqp_protocol.generated.any_version import ConnectionClose, ConnectionTune
 from broker import Broker
-
-from .helpers import wait_for
+from testbed.waiting import holds_within
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -56,6 +56,7 @@ def _open_raw(broker_url: str) -> tuple[socket.socket, Connection]:
                 return sock, conn
             sock.sendall(conn.send_method(0, replies[name](ev.method)))
             if name == "connection.tune":
+                assert isinstance(ev.method, ConnectionTune)
                 conn.frame_max = ev.method.frame_max
                 sock.sendall(conn.send_method(0, M("connection.open")(virtual_host="/")))
 
@@ -66,11 +67,11 @@ def _recv_events(sock: socket.socket, conn: Connection) -> list[events.Event]:
     return conn.receive_data(data)
 
 
-def _expect_close(sock: socket.socket, conn: Connection) -> object:
+def _expect_close(sock: socket.socket, conn: Connection) -> ConnectionClose:
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         for ev in _recv_events(sock, conn):
-            if isinstance(ev, events.MethodReceived) and ev.method.NAME == "connection.close":
+            if isinstance(ev, events.MethodReceived) and isinstance(ev.method, ConnectionClose):
                 return ev.method
     raise AssertionError("no connection.close")
 
@@ -138,7 +139,7 @@ def test_method_on_unopened_channel_is_504_naming_the_method(broker_url: str) ->
         assert (close.class_id, close.method_id) == (50, 10)
 
 
-_AFTER_OPEN = {
+_AFTER_OPEN: dict[str, dict[str, Any]] = {
     "connection.start-ok": {"mechanism": "PLAIN", "response": b"\0guest\0guest"},
     "connection.tune-ok": {"channel_max": 10, "frame_max": 131072},
     "connection.open": {"virtual_host": "/"},
@@ -290,7 +291,7 @@ def test_cli_serves_and_exits_0_on_sigterm_closing_clients_with_320() -> None:
     )
     try:
         url = f"amqp://guest:guest@127.0.0.1:{port}/%2F"
-        assert wait_for(lambda: _connects(url), timeout=10)
+        assert holds_within(lambda: _connects(url), timeout=10)
         client = pika.BlockingConnection(pika.URLParameters(url))
         proc.send_signal(signal.SIGTERM)
         with pytest.raises(pika.exceptions.ConnectionClosedByBroker) as e:

@@ -13,7 +13,7 @@ import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from .helpers import wait_for
+from testbed.waiting import holds_within
 
 HEADERS = {"CC": ["cc-key"], "BCC": ["bcc-key"], "n": 1}
 
@@ -54,7 +54,7 @@ def _dead_letters(
         )
         return all(counts)
 
-    assert wait_for(arrived)
+    assert holds_within(arrived)
     received: dict[str, list[tuple[str, dict[str, Any]]]] = {}
     for key, queue in by_key.items():
         received[key] = []

@@ -14,7 +14,9 @@ import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from .helpers import get_when_there, wait_for
+from testbed.waiting import holds_within
+
+from .helpers import get_when_there
 
 LIMIT = 2
 
@@ -62,7 +64,7 @@ def _returns_before_dead_lettered(channel: BlockingChannel, name: str, arguments
     returns = 0
     # The message is there or gone once the nack is done: the queue's count says which
     # (RabbitMQ puts a returned message back asynchronously; basic.get alone may miss it).
-    while returns < 30 and wait_for(
+    while returns < 30 and holds_within(
         lambda: channel.queue_declare(name, passive=True).method.message_count == 1, timeout=2
     ):
         method, _, _ = get_when_there(channel, name)

@@ -10,7 +10,9 @@ import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import ChannelClosedByBroker, NackError
 
-from .helpers import get_all, wait_for
+from testbed.waiting import holds_within
+
+from .helpers import get_all
 
 
 def test_server_named_queue_has_amq_gen_prefix(channel: BlockingChannel) -> None:
@@ -119,7 +121,7 @@ def test_queue_ttl_dead_letters_with_x_death(channel: BlockingChannel, name: str
         },
     )
     channel.basic_publish("", name, b"old", pika.BasicProperties(headers={"h": 1}))
-    assert wait_for(
+    assert holds_within(
         lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1
     )
     _, props, body = channel.basic_get(name + "dlq", auto_ack=True)
@@ -149,7 +151,7 @@ def test_reject_without_requeue_dead_letters(channel: BlockingChannel, name: str
     channel.basic_publish("", name, b"bad")
     method, _, _ = channel.basic_get(name)
     channel.basic_reject(method.delivery_tag, requeue=False)
-    assert wait_for(
+    assert holds_within(
         lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1
     )
     _, props, _ = channel.basic_get(name + "dlq", auto_ack=True)
@@ -211,7 +213,7 @@ def test_max_length_dead_letters_with_maxlen_reason(channel: BlockingChannel, na
     channel.confirm_delivery()
     channel.basic_publish("", name, b"a")
     channel.basic_publish("", name, b"b")
-    assert wait_for(
+    assert holds_within(
         lambda: channel.queue_declare(name + "dlq", passive=True).method.message_count == 1
     )
     _, props, body = channel.basic_get(name + "dlq", auto_ack=True)
@@ -253,7 +255,9 @@ def test_deleting_queue_cancels_consumers(
     tag = channel.basic_consume(name, lambda *a: None)
     channel.add_on_cancel_callback(lambda frame: cancelled.append(frame.method.consumer_tag))
     connection.channel().queue_delete(name)
-    assert wait_for(lambda: (connection.process_data_events(0.05), cancelled)[1] != [], timeout=3)
+    assert holds_within(
+        lambda: (connection.process_data_events(0.05), cancelled)[1] != [], timeout=3
+    )
     assert cancelled == [tag]
 
 
@@ -263,7 +267,7 @@ def test_auto_delete_queue_goes_when_last_consumer_cancels(
     channel.queue_declare(name, auto_delete=True)
     tag = channel.basic_consume(name, lambda *a: None)
     channel.basic_cancel(tag)
-    assert wait_for(lambda: _missing(channel.connection, name))
+    assert holds_within(lambda: _missing(channel.connection, name))
 
 
 def test_queue_expires_when_unused(channel: BlockingChannel, name: str) -> None:

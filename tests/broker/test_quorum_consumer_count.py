@@ -17,7 +17,7 @@ import pika
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from .helpers import wait_for
+from testbed.waiting import holds_within
 
 ARGUMENTS = {"quorum": {"x-queue-type": "quorum"}, "classic": {}}
 
@@ -55,7 +55,7 @@ def _count(channel: BlockingChannel, queue: str) -> int:
 def _settled_count(channel: BlockingChannel, queue: str, expected: int) -> int:
     """The count once it reached ``expected`` (or after a bounded wait: then the test fails
     on the value it shows)."""
-    wait_for(lambda: _count(channel, queue) == expected)
+    holds_within(lambda: _count(channel, queue) == expected)
     return _count(channel, queue)
 
 

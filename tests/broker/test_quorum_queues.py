@@ -20,7 +20,7 @@ from broker.model.ready_messages import ReadyMessages
 
 from .helpers import get_all, get_when_there
 
-QUORUM = {"x-queue-type": "quorum"}
+QUORUM: dict[str, object] = {"x-queue-type": "quorum"}
 
 
 def _declare(channel: BlockingChannel, name: str, **arguments: Any) -> Any:
@@ -42,7 +42,7 @@ def _refusal(channel: BlockingChannel, name: str, **kwargs: Any) -> tuple[int, s
 def _counts(channel: BlockingChannel, queue: str) -> list[tuple[bytes, int | None]]:
     """Body and x-delivery-count (None: no such header) of every message left, taken with
     basic.get."""
-    out = []
+    out: list[tuple[bytes, int | None]] = []
     for _ in range(100):
         method, properties, body = channel.basic_get(queue, auto_ack=True)
         if method is None:
@@ -129,7 +129,7 @@ def test_argument_values_are_checked_with_rabbitmqs_terms(
     channel: BlockingChannel, name: str
 ) -> None:
     where = f"for queue '{name}' in vhost '/'"
-    cases = [
+    cases: list[tuple[dict[str, object], str]] = [
         ({"x-max-length": "abc"}, f'x-max-length\' {where}: "expected integer, got longstr"'),
         ({"x-message-ttl": -1}, f"x-message-ttl' {where}: {{value_negative,-1}}"),
         ({"x-overflow": "bogus"}, f"x-overflow' {where}: invalid_overflow"),
@@ -494,7 +494,6 @@ def test_a_returned_message_goes_back_ahead_of_those_spilled_to_disk(
         assert method is not None
         channel.basic_reject(method.delivery_tag, requeue=True)
         channel.queue_declare("qq", passive=True)  # a round trip: the reject is done
-        server = broker._server
-        assert server is not None
+        server = broker.server
         assert server.vhosts["/"].queues["qq"].ready.spilled == 1  # m2
         assert _counts(channel, "qq") == [(b"m0", 1), (b"m1", None), (b"m2", None)]

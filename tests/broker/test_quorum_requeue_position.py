@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
-from .helpers import get_when_there, wait_for
+from testbed.waiting import holds_within
+
+from .helpers import get_when_there
 
 
 @pytest.mark.parametrize(
@@ -38,7 +40,7 @@ def test_a_quorum_queue_puts_a_returned_message_back_at_the_head(
         holder.basic_recover(requeue=True)
     else:
         holder.close()
-    assert wait_for(lambda: channel.queue_declare(name, passive=True).method.message_count == 3)
+    assert holds_within(lambda: channel.queue_declare(name, passive=True).method.message_count == 3)
     channel.basic_publish("", name, b"d")
     bodies = [channel.basic_get(name, auto_ack=True)[2] for _ in range(4)]
     assert bodies == [b"a", b"b", b"c", b"d"]
@@ -71,7 +73,7 @@ def test_returned_messages_are_served_first_in_the_order_they_came_back(
     for body in returns:
         holder.basic_nack(tags[body], requeue=True)
     expected = len(order) - 1
-    assert wait_for(
+    assert holds_within(
         lambda: channel.queue_declare(name, passive=True).method.message_count == expected
     )
     channel.basic_publish("", name, b"e")

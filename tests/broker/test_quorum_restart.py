@@ -27,7 +27,9 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from .helpers import get_when_there, wait_for
+from testbed.waiting import holds_within
+
+from .helpers import get_when_there
 from .restarts import Restartable, wait_until_on_disk
 
 PERSISTENT = pika.BasicProperties(delivery_mode=2)
@@ -49,7 +51,7 @@ def _publish(channel: BlockingChannel, queue: str, *bodies: bytes) -> None:
 def _taken(channel: BlockingChannel, queue: str, count: int) -> list[tuple[bytes, bool, Any]]:
     """(body, redelivered, x-delivery-count) of every message of ``queue``, in order, once it
     holds ``count`` (basic.get with auto-ack)."""
-    assert wait_for(
+    assert holds_within(
         lambda: channel.queue_declare(queue, passive=True).method.message_count == count
     ), f"{queue} did not come to {count} messages"
     out = []

@@ -10,7 +10,7 @@ import pytest
 
 from amqp_protocol import SPEC_0_9_1
 from broker import Broker
-from tests.security.raw_client import M, call, next_method, open_raw
+from testbed.raw_client import M, call, next_method, open_raw
 
 SERVER_ONLY: dict[str, dict[str, Any]] = {
     "basic.return": {"reply_code": 312, "reply_text": "NO_ROUTE", "routing_key": "q"},

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from amqp_protocol import SPEC_0_9_1
 from amqp_spark.client import ClientTimeout, connect
+from testbed.rabbitmq import RabbitMQNode
+from testbed.waiting import holds_within
 from tests.client.conftest import message_count
 from tests.support.fixtures import private_rabbitmq_node
-from tests.support.rabbitmq import RabbitMQNode
 
 pytestmark = [
     pytest.mark.rabbitmq,
@@ -46,13 +47,6 @@ def node() -> Iterator[AlarmedNode]:
         yield AlarmedNode(n)
 
 
-def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return condition()
-
-
 def test_publishers_wait_while_blocked_and_resume_when_unblocked(node: AlarmedNode) -> None:
     with connect(node.node.url) as conn, conn.channel() as ch:
         queue = ch.queue_declare("", exclusive=True).queue
@@ -60,7 +54,7 @@ def test_publishers_wait_while_blocked_and_resume_when_unblocked(node: AlarmedNo
         node.set_memory_watermark("0.0000001")
         try:
             ch.basic_publish("", queue, b"triggers the block")
-            assert wait_until(lambda: conn.blocked)
+            assert holds_within(lambda: conn.blocked, 10.0)
             conn.blocked_timeout = 0.5
             with pytest.raises(ClientTimeout, match="blocked"):
                 ch.basic_publish("", queue, b"must wait")

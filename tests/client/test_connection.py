@@ -16,7 +16,7 @@ from amqp_protocol import SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Method, Spec
 from amqp_protocol import Connection as ProtocolConnection
 from amqp_protocol.events import MethodReceived, ProtocolHeaderReceived
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
-from tests.support.rabbitmq import free_port
+from testbed.rabbitmq import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -55,7 +55,7 @@ def _publish_and_get(broker_url: str, spec: Spec) -> None:
         ch.basic_publish("", queue, b"hello", {"content_type": "text/plain"})
         d = ch.basic_get(queue, no_ack=True)
         assert d is not None and d.body == b"hello"
-        assert d.properties.content_type == "text/plain"
+        assert d.properties.fields()["content_type"] == "text/plain"
 
 
 def test_idle_connection_survives_short_heartbeats(broker_url: str) -> None:

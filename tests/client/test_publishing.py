@@ -43,7 +43,7 @@ def test_batch_publish_is_confirmed_and_keeps_order_and_properties(
     for i in range(500):
         d = channel.basic_get(queue, no_ack=True)
         assert d is not None
-        assert (d.body, d.properties.message_id, d.properties.headers) == (
+        assert (d.body, d.properties.fields()["message_id"], d.properties.fields()["headers"]) == (
             b"%d" % i,
             str(i),
             {"i": i},
@@ -57,7 +57,7 @@ def test_body_larger_than_frame_max_round_trips(channel: Channel, queue: str) ->
     channel.wait_for_confirms()
     d = channel.basic_get(queue, no_ack=True)
     assert d is not None and d.body == body
-    assert d.properties.content_type == "application/octet-stream"
+    assert d.properties.fields()["content_type"] == "application/octet-stream"
 
 
 def test_unroutable_mandatory_message_raises_publish_returned(channel: Channel, queue: str) -> None:

@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from amqp_spark.client import Channel, connect
+from testbed.rabbitmq import RabbitMQUnavailable, find_rabbitmq, missing_rabbitmq
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
-from tests.support.rabbitmq import RabbitMQUnavailable, find_rabbitmq, missing_rabbitmq
 from tests.support.rabbitmq_cluster import RabbitMQCluster
 
 

@@ -25,9 +25,9 @@ from amqp_spark.source.connecting import BrokerUnavailable, open_with_retry
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.stream_queues.ranges import ROWS_PER_RECORD_BATCH, read_range
+from testbed.rabbitmq import free_port
 from tests.cluster.conftest import addresses_of, bundled_queue, port_of
 from tests.spark.recording_proxy import RecordingProxy
-from tests.support.rabbitmq import free_port
 
 BasicProperties = SPEC_0_9_1.properties("basic")
 
@@ -219,7 +219,7 @@ def test_the_sink_publishes_what_was_not_confirmed_again_on_the_next_node(
 
         got = set()
         while (d := ch.basic_get(queue, no_ack=True)) is not None:
-            got.add(d.properties.message_id)
+            got.add(d.properties.fields()["message_id"])
     assert got == set(ids)
     assert second.methods_sent(), "nothing was published through the second node"
 

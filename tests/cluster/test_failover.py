@@ -25,7 +25,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from amqp_spark.client import Channel, ClientError, connect
 from amqp_spark.datasource import AMQPDataSource
-from tests.spark.progress import wait_until
+from testbed.waiting import wait_until
 from tests.support.rabbitmq_cluster import ClusterNode, RabbitMQCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.rabbitmq, pytest.mark.slow]
@@ -118,7 +118,7 @@ def test_killing_the_node_of_a_quorum_queue_query_loses_nothing(
     rabbitmq_cluster: RabbitMQCluster,
     amqp: SparkSession,
     tmp_path: Path,
-    record_property: pytest.RecordProperty,
+    record_property: Callable[[str, object], None],
 ) -> None:
     """The issue's done-when: 20,000 confirmed messages in a quorum queue, read into the
     sink's quorum queue while the node the query connects to first is killed."""

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,9 @@ from pyspark.sql import Row, SparkSession
 from amqp_spark.client import connect
 from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.sink.super_stream import hash_partition
+from testbed.waiting import wait_until
 from tests.cluster.conftest import addresses_of
 from tests.cluster.test_failover import alive_url
-from tests.spark.progress import wait_until
 from tests.support.rabbitmq_cluster import ClusterNode, RabbitMQCluster
 from tests.support.super_streams import declare_over_amqp
 
@@ -52,7 +53,9 @@ def client_connections(cluster: RabbitMQCluster) -> dict[str, ClusterNode]:
 
 
 def test_a_super_stream_written_while_the_sinks_node_dies_is_read_whole_through_the_survivors(
-    rabbitmq_cluster: RabbitMQCluster, spark: SparkSession, record_property: pytest.RecordProperty
+    rabbitmq_cluster: RabbitMQCluster,
+    spark: SparkSession,
+    record_property: Callable[[str, object], None],
 ) -> None:
     spark.dataSource.register(AMQPDataSource)
     cluster = rabbitmq_cluster

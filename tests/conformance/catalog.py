@@ -74,7 +74,7 @@ def _walk(el: ET.Element, ctx: dict[str, str], out: list[Rule]) -> None:
 @functools.cache
 def rules(spec: str = "amqp0-9.xml") -> dict[str, Rule]:
     """All rules of ``spec`` (a file of ``amqp_protocol/spec``) by id, in document order."""
-    xml = resources.files("amqp_protocol").joinpath("spec", spec).read_bytes()
+    xml = resources.files("amqp_protocol").joinpath("spec").joinpath(spec).read_bytes()
     out: list[Rule] = []
     _walk(ET.fromstring(xml), {}, out)
     return {rule.id: rule for rule in out}

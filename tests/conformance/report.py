@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
+from broker.config import tomllib  # tomllib from 3.11, tomli before
 
 from .catalog import Rule, rules
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from tests.durability.broker_process import BrokerProcess
+from testbed.broker_process import BrokerProcess
 
 QUEUES = ["crash-a", "crash-b", "crash-c"]
 PERSISTENT = pika.BasicProperties(delivery_mode=2)

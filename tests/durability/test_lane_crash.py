@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.durability.broker_process import BrokerProcess
+from testbed.broker_process import BrokerProcess
 from tests.spec09.flows import declare_queue, peer_on, publish_file, receive_file
 
 QUEUE = "files"

@@ -57,8 +57,7 @@ def test_a_queue_past_the_memory_threshold_is_consumed_completely_in_order(
         with connect(broker.url) as conn:
             conn.channel().queue_declare("big", durable=durable)
         publish_numbered(broker.url, "big", count, persistent=durable)
-        server = broker._server
-        assert server is not None
+        server = broker.server
         ready = server.vhosts["/"].queues["big"].ready
         assert ready.spilled > count // 2  # most of it is on disk, not in memory
         held = server.memory.used

@@ -40,7 +40,7 @@ class Chromium:
     def __init__(self) -> None:
         self._profile = tempfile.TemporaryDirectory(prefix="console-browser-")
         self._process: subprocess.Popen[bytes] | None = None
-        self._ws: aiohttp.ClientWebSocketResponse | None = None
+        self._ws: aiohttp.ClientWebSocketResponse[bool] | None = None
         self._session: aiohttp.ClientSession | None = None
         self._ids = itertools.count(1)
 

@@ -106,8 +106,7 @@ def _request_from(peer: str, app: web.Application) -> web.Request:
 
 
 def test_guest_may_log_in_from_loopback_only(broker: Broker) -> None:
-    assert broker._server is not None
-    app = build_app(broker._server, RateSampler())
+    app = build_app(broker.server, RateSampler())
     assert authenticate(_request_from("127.0.0.1", app)).name == "guest"
     assert authenticate(_request_from("::1", app)).name == "guest"
     with pytest.raises(ApiError) as refused:

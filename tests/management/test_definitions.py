@@ -74,7 +74,7 @@ def test_a_rabbitmq_export_imports_and_exports_back(api: Api) -> None:
     assert api.call("POST", "/api/definitions", RABBITMQ_EXPORT)[0] == 204
     exported = api.get("/api/definitions")
     for section in ("queues", "exchanges", "bindings", "permissions", "topic_permissions"):
-        for item in RABBITMQ_EXPORT[section]:  # type: ignore[attr-defined]
+        for item in RABBITMQ_EXPORT[section]:
             assert item in exported[section], (section, item)
     app = next(u for u in exported["users"] if u["name"] == "app")
     assert app["tags"] == ["management"]

@@ -5,7 +5,6 @@ were built when the answer came), not by how long anything took."""
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -14,8 +13,8 @@ import pytest
 
 from broker import Broker
 from broker.management import queues
+from testbed.raw_client import M, call, next_method, open_raw
 from tests.management.conftest import Api
-from tests.security.raw_client import M, call, next_method, open_raw
 
 QUEUES = 5000
 
@@ -26,14 +25,12 @@ def crowded() -> Iterator[Broker]:
     that would take minutes on a loaded machine)."""
 
     async def declare(broker: Broker) -> None:
-        assert broker._server is not None
-        vhost = broker._server.vhosts["/"]
+        vhost = broker.server.vhosts["/"]
         for n in range(QUEUES):
             vhost.declare_queue(f"q-{n:05d}", owner=None)
 
     with Broker() as b:
-        assert b._loop is not None
-        asyncio.run_coroutine_threadsafe(declare(b), b._loop).result(120)
+        b.run_on_loop(declare(b), 120)
         yield b
 
 

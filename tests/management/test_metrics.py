@@ -70,8 +70,8 @@ def test_metrics_need_no_credentials(broker: Broker) -> None:
 
 def test_a_prometheus_port_serves_metrics_alone() -> None:
     with Broker(config={"management": {"prometheus_port": 0}}) as b:
-        assert b._server is not None and b._server.management is not None
-        port = b._server.management.prometheus_port
+        assert b.server.management is not None
+        port = b.server.management.prometheus_port
         assert port and f":{port}/" not in b.management_url
         metrics = _scrape(f"http://127.0.0.1:{port}/metrics")
         assert metrics["rabbitmq_connections"] == [({}, 0.0)]

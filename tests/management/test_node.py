@@ -9,12 +9,11 @@ from tests.management.conftest import Api
 
 
 def test_nodes_report_memory_disk_and_file_descriptors(broker: Broker, api: Api) -> None:
-    assert broker._server is not None
     (node,) = api.get("/api/nodes")
     assert node["running"] and node["os_pid"] == str(os.getpid())
-    assert node["fd_total"] == broker._server.open_files_limit
+    assert node["fd_total"] == broker.server.open_files_limit
     assert 0 < node["fd_used"] < node["fd_total"]
-    assert node["mem_used"] > 0 and node["mem_limit"] == broker._server.memory.high
+    assert node["mem_used"] > 0 and node["mem_limit"] == broker.server.memory.high
     assert node["mem_alarm"] is False and node["disk_free_alarm"] is False
     assert api.get(f"/api/nodes/{node['name']}")["name"] == node["name"]
     overview = api.get("/api/overview")

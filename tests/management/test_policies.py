@@ -149,10 +149,15 @@ def test_a_policy_is_created_replaced_shown_listed_and_cleared(on: Node, kind: s
     assert _put(on, "p1", body, kind) == 201
     assert _put(on, "p1", {**body, "priority": 3}, kind) == 204
     assert _put(on, "p0", {"pattern": "^r", "definition": {"message-ttl": 5}}, kind) == 201
-    expected = {"vhost": "/", "name": "p1", "pattern": "^q", "apply-to": "queues"}
+    expected: dict[str, object] = {
+        "vhost": "/",
+        "name": "p1",
+        "pattern": "^q",
+        "apply-to": "queues",
+    }
     expected |= {"definition": {"max-length": 5}, "priority": 3}
     assert on.api.get(f"/api/{kind}/%2F/p1") == expected
-    defaults = {"vhost": "/", "name": "p0", "pattern": "^r", "apply-to": "all"}
+    defaults: dict[str, object] = {"vhost": "/", "name": "p0", "pattern": "^r", "apply-to": "all"}
     defaults |= {"definition": {"message-ttl": 5}, "priority": 0}
     assert on.api.get(f"/api/{kind}/%2F") == [defaults, expected]  # by priority
     assert on.api.get(f"/api/{kind}") == [defaults, expected]
@@ -361,7 +366,7 @@ def test_definitions_export_policies_and_operator_policies_and_import_them(on: N
     _put(on, "exp", {"pattern": "^e", "definition": {"max-length": 4}, "priority": 1})
     _put(on, "cap", {"pattern": "^e", "definition": {"max-length": 2}}, "operator-policies")
     exported = on.api.get("/api/definitions")
-    policy = {"vhost": "/", "name": "exp", "pattern": "^e", "apply-to": "all"}
+    policy: dict[str, object] = {"vhost": "/", "name": "exp", "pattern": "^e", "apply-to": "all"}
     policy |= {"definition": {"max-length": 4}, "priority": 1}
     assert exported["policies"] == [policy]
     operator = [p for p in exported["parameters"] if p["component"] == "operator_policy"]

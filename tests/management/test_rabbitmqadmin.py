@@ -18,8 +18,8 @@ import pika
 import pytest
 
 from broker import Broker
+from testbed.rabbitmq import rabbitmq4_root
 from tests.support.fixtures import in_ci, private_rabbitmq_node
-from tests.support.rabbitmq import rabbitmq4_root
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
 

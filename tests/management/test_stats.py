@@ -3,7 +3,6 @@ reports them, and rates from samples taken off the hot path."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -12,18 +11,12 @@ import pika
 from broker import Broker
 from broker.management.rates import SAMPLED, STEP, RateSampler
 from broker.model.stats import FIELDS
+from testbed.waiting import wait_until
 from tests.management.conftest import Api
 
 
 class _Object:
     """Something the sampler can hold a weak reference to."""
-
-
-def _wait_for(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.02)
 
 
 def test_counts_follow_publishes_confirms_deliveries_gets_and_acks(
@@ -65,7 +58,11 @@ def test_counts_follow_publishes_confirms_deliveries_gets_and_acks(
     exchange = api.get("/api/exchanges/%2F/amq.default")["message_stats"]
     assert (exchange["publish_in"], exchange["publish_out"]) == (5, 5)
     conn.close()
-    _wait_for(lambda: api.get("/api/overview")["object_totals"]["connections"] == 0)
+    wait_until(
+        lambda: api.get("/api/overview")["object_totals"]["connections"] == 0,
+        5.0,
+        "the overview to count no connection",
+    )
     overall = api.get("/api/overview")["message_stats"]
     assert (overall["publish"], overall["confirm"], overall["deliver_get"], overall["ack"]) == (
         5,
@@ -150,8 +147,8 @@ def test_stream_and_quorum_queues_count_their_deliveries_too(broker: Broker, api
 
 
 def test_rates_in_the_api_come_from_the_last_two_samples(broker: Broker, api: Api) -> None:
-    server = broker._server
-    assert server is not None and server.management is not None and broker._loop is not None
+    server = broker.server
+    assert server.management is not None
     sampler = server.management.sampler
 
     async def tick(now: float) -> None:  # on the broker's loop, with a made-up clock
@@ -160,7 +157,7 @@ def test_rates_in_the_api_come_from_the_last_two_samples(broker: Broker, api: Ap
         sampler.tick(server, now)
 
     def tick_at(now: float) -> None:
-        asyncio.run_coroutine_threadsafe(tick(now), broker._loop).result(5)  # type: ignore[arg-type]
+        broker.run_on_loop(tick(now), 5)
 
     api.ok("PUT", "/api/queues/%2F/rated", {})
     tick_at(1000.0)
@@ -181,8 +178,7 @@ def test_rates_in_the_api_come_from_the_last_two_samples(broker: Broker, api: Ap
 def test_a_tick_over_many_queues_pauses_every_step_and_samples_them_all(
     broker: Broker, api: Api
 ) -> None:
-    server = broker._server
-    assert server is not None and broker._loop is not None
+    server = broker.server
     sampler = RateSampler()
     clock = iter(range(10_000))
 
@@ -191,7 +187,7 @@ def test_a_tick_over_many_queues_pauses_every_step_and_samples_them_all(
             server.vhosts["/"].declare_queue(f"many-{i}", owner=None)
         return sum(1 for _ in sampler.steps(server, lambda: float(next(clock))))
 
-    assert asyncio.run_coroutine_threadsafe(run_steps(), broker._loop).result(10) == 2
+    assert broker.run_on_loop(run_steps(), 10) == 2
     queues = list(server.vhosts["/"].queues.values())
     assert all(sampler._samples.get(q) is not None for q in queues)
     first, last = sampler._samples[queues[0]][0][0], sampler._samples[queues[-1]][0][0]

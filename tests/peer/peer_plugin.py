@@ -44,5 +44,6 @@ def pytest_configure(config: pytest.Config) -> None:
     conftest = sys.modules.get(_SUITE_CONFTEST)
     if conftest is None:
         raise pytest.UsageError(f"peer_plugin: the suite's {_SUITE_CONFTEST} was not loaded")
-    conftest.check_docker_available = _no_docker_check
-    conftest.rabbitmq_container = _broker_container(conftest)
+    vars(conftest).update(  # the suite's own fixtures, replaced
+        check_docker_available=_no_docker_check, rabbitmq_container=_broker_container(conftest)
+    )

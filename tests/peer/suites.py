@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.rabbitmq import (
+from testbed.rabbitmq import (
     RabbitMQNode,
     RabbitMQUnavailable,
     amqp_handshake,
@@ -245,7 +245,7 @@ class _TLSNode(RabbitMQNode):
 
 @contextlib.contextmanager
 def rabbitmq_broker(certs: Path, tls_port: int, major: int) -> Iterator[str]:
-    """A private RabbitMQ ``major`` node (see tests/support/rabbitmq.py)."""
+    """A private RabbitMQ ``major`` node (see testbed/rabbitmq.py)."""
     found = find_rabbitmq(major)
     if found is None:
         raise RabbitMQUnavailable(missing_rabbitmq(major))

@@ -18,9 +18,8 @@ import pytest
 
 from amqp_protocol import Connection
 from broker.server.descriptors import RefusalLog, connection_limit
-from tests.durability.broker_process import BrokerProcess
-
-from .raw_client import M, call, open_raw
+from testbed.broker_process import BrokerProcess
+from testbed.raw_client import M, call, open_raw
 
 
 def _limits(b: BrokerProcess) -> tuple[int, int]:

@@ -15,8 +15,7 @@ from pika.exceptions import AMQPConnectionError, ChannelClosedByBroker, Probable
 
 from amqp_protocol import SPEC_0_9_1
 from broker import Broker
-
-from .raw_client import M, call, next_method, open_raw
+from testbed.raw_client import M, call, next_method, open_raw
 
 
 def _broker(**config: Any) -> Broker:

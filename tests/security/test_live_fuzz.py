@@ -27,8 +27,7 @@ from hypothesis import strategies as st
 
 from amqp_protocol import SPEC_0_9_1, Connection
 from broker import Broker
-
-from .raw_client import M, open_raw, read_until_quiet
+from testbed.raw_client import M, open_raw, read_until_quiet
 
 #: Fuzzed connections after which the broker's heap is compared, and the growth allowed
 #: (a queue or exchange a mutated declaration creates stays, a few hundred bytes each).
@@ -223,8 +222,7 @@ def test_after_fuzzing_nothing_leaked_and_no_internal_error(
     broker: Broker, canary: pika.BlockingConnection, errors_logged: ErrorLog
 ) -> None:
     """Runs after the fuzz tests of this module (pytest keeps file order)."""
-    server = broker._server
-    assert server is not None
+    server = broker.server
     deadline = time.monotonic() + 10
     while len(server.connections) > 1 and time.monotonic() < deadline:
         time.sleep(0.05)

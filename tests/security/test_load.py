@@ -14,10 +14,9 @@ import pytest
 
 from broker import Broker
 from broker.server.app import BrokerServer
+from testbed.raw_client import M, call, open_raw
+from testbed.traffic import consume, publish
 from tests.support.open_files import raise_open_files_limit
-
-from .raw_client import M, call, open_raw
-from .traffic import consume, publish
 
 CONNECTIONS = 1000
 QUEUES = 10000
@@ -35,8 +34,7 @@ def broker() -> Iterator[Broker]:
 
 
 def _server(broker: Broker) -> BrokerServer:
-    assert broker._server is not None
-    return broker._server
+    return broker.server
 
 
 @pytest.mark.slow

@@ -257,6 +257,5 @@ def test_guest_logs_in_only_from_loopback_unless_configured(
     """Only loopback addresses can be reached here, so the rule is checked on the login
     decision (``admission.authenticate``) given a remote peer address."""
     with Broker(config={"loopback_users": loopback_users}) as b:
-        assert b._server is not None
-        user, reason = authenticate(b._server.config, "PLAIN", b"\0guest\0guest", peer, None)
+        user, reason = authenticate(b.server.config, "PLAIN", b"\0guest\0guest", peer, None)
         assert (user is not None) is allowed, reason

@@ -18,7 +18,7 @@ from pika.exceptions import ChannelClosedByBroker
 
 from broker import Broker
 from broker.config import BrokerConfig
-from tests.support.rabbitmq import rabbitmqctl
+from testbed.rabbitmq import rabbitmqctl
 
 USER, PASSWORD = "tp.user", "pw"
 ORDERS, EMPTY, MISSING, INTERNAL = "tp-orders", "tp-empty", "tp-missing", "tp-internal"

@@ -123,8 +123,8 @@ def test_a_failed_stream_run_acks_nothing_and_the_broker_keeps_every_message(
     source = broker.new_queue()
     checkpoint = str(tmp_path / "ck")
     broker.publish(source, bodies(12))
-    df = amqp_spark.readStream.format("amqp")
-    df = df.options(**classic_options(broker, source, checkpointLocation=checkpoint)).load()
+    reader = amqp_spark.readStream.format("amqp")
+    df = reader.options(**classic_options(broker, source, checkpointLocation=checkpoint)).load()
     query = (
         df.select("body")
         .writeStream.format("amqp")

@@ -86,7 +86,7 @@ def test_every_property_column_maps_to_the_property_of_its_name() -> None:
     columns["timestamp"] = pa.array([when], pa.timestamp("us", tz="UTC"))
     columns["headers"] = pa.array([[("a", "1"), ("b", "x")]], pa.map_(pa.string(), pa.string()))
     (m,) = convert(columns)
-    expected = {name: f"{name}-v" for name in strings + more}
+    expected: dict[str, object] = {name: f"{name}-v" for name in strings + more}
     expected.update(
         delivery_mode=1,
         priority=9,
@@ -111,17 +111,20 @@ def test_nulls_leave_properties_unset_and_delivery_mode_defaults() -> None:
 
 def test_messages_are_persistent_by_default() -> None:
     (m,) = convert({"body": pa.array([b"a"])})
-    assert m.properties.delivery_mode == 2
+    assert m.properties.fields()["delivery_mode"] == 2
 
 
 def test_deterministic_ids_count_rows_of_the_partition() -> None:
     messages = convert({"body": pa.array([b"a", b"b"])}, first_row=5)
-    assert [m.properties.message_id for m in messages] == ["query-1:7:3:5", "query-1:7:3:6"]
+    assert [m.properties.fields()["message_id"] for m in messages] == [
+        "query-1:7:3:5",
+        "query-1:7:3:6",
+    ]
 
 
 def test_given_message_ids_are_kept_and_nulls_get_a_deterministic_id() -> None:
     messages = convert({"body": pa.array([b"a", b"b"]), "message_id": pa.array(["m-1", None])})
-    assert [m.properties.message_id for m in messages] == ["m-1", "query-1:7:3:1"]
+    assert [m.properties.fields()["message_id"] for m in messages] == ["m-1", "query-1:7:3:1"]
 
 
 def test_out_of_range_priority_names_the_row_and_range() -> None:
@@ -159,7 +162,7 @@ def test_filter_value_column_sets_the_stream_filter_header_beside_the_others() -
             "filter_value": pa.array(["eu", "us", None]),
         }
     )
-    assert [m.properties.headers for m in messages] == [
+    assert [m.properties.fields()["headers"] for m in messages] == [
         {"k": "v", "x-stream-filter-value": "eu"},
         {"x-stream-filter-value": "us"},
         None,
@@ -168,4 +171,6 @@ def test_filter_value_column_sets_the_stream_filter_header_beside_the_others() -
 
 def test_filter_value_option_tags_every_row() -> None:
     messages = convert({"body": pa.array([b"a", b"b"])}, filterValue="all")
-    assert [m.properties.headers for m in messages] == [{"x-stream-filter-value": "all"}] * 2
+    assert [m.properties.fields()["headers"] for m in messages] == [
+        {"x-stream-filter-value": "all"}
+    ] * 2

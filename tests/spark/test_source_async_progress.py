@@ -25,11 +25,11 @@ import pytest
 from pyspark.sql import Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from testbed.waiting import wait_until
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.classic_acks import nothing_waiting
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import bodies, classic_options, stream_options
-from tests.spark.progress import wait_until
 
 pytestmark = [
     pytest.mark.spark,

@@ -25,13 +25,13 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 from amqp_spark.client import ChannelClosed
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.reader_choice import micro_batch_reader
+from testbed.rabbitmq import RabbitMQNode
+from testbed.waiting import wait_until
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.classic_acks import nothing_waiting
 from tests.spark.conftest import Broker, Queries, RestartableBroker, confirming_channel
 from tests.spark.inputs import bodies, classic_options, stream_options
-from tests.spark.progress import wait_until
 from tests.support.fixtures import private_rabbitmq_node
-from tests.support.rabbitmq import RabbitMQNode
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -13,12 +13,13 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from amqp_spark.schema import spark_schema
+from testbed.waiting import wait_until
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, Queries, RestartableBroker
 from tests.spark.inputs import bodies
 from tests.spark.inputs import classic_options as options
 from tests.spark.killed_driver import run_until_killed
-from tests.spark.progress import as_dict, wait_until
+from tests.spark.progress import as_dict
 from tests.spark.recording_proxy import CONNECTION_CLOSE, RecordingProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -259,7 +260,9 @@ def test_last_progress_shows_latest_offset_and_messages_waiting(
     )
     assert query.awaitTermination(120)
 
-    source = query.lastProgress["sources"][0]
+    progress = query.lastProgress
+    assert progress is not None
+    source = progress["sources"][0]
     assert as_dict(source["endOffset"])["deliveryTags"] == {queue: 9}
     waiting = as_dict(source["latestOffset"])["messagesWaiting"][queue]
     assert waiting["unacked"] == 9  # as planned: all in the batch, unacked
@@ -302,7 +305,7 @@ def test_messages_waiting_shows_the_backlog_still_ready_on_the_broker(
 
 
 def test_unreachable_broker_fails_the_query_with_a_clear_error(queries: Queries) -> None:
-    from tests.support.rabbitmq import free_port
+    from testbed.rabbitmq import free_port
 
     uri = f"amqp://guest:secret@127.0.0.1:{free_port()}/%2F"
     query = queries.start(

@@ -21,9 +21,9 @@ from amqp_spark.source.stream_queues.ranges import (
     plan_ranges,
     read_range,
 )
+from testbed.waiting import wait_until
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import stream_options
-from tests.spark.progress import wait_until
 from tests.support import fixtures
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

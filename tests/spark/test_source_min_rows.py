@@ -13,9 +13,9 @@ from pyspark.sql import DataFrame
 from amqp_spark.options import OptionError
 from amqp_spark.source.min_rows import MinRowsGate
 from amqp_spark.source.options import SourceOptions
+from testbed.waiting import wait_until
 from tests.spark.conftest import Broker, Queries
 from tests.spark.inputs import bodies, classic_options, stream_options
-from tests.spark.progress import wait_until
 
 
 class FakeClock:

@@ -10,9 +10,10 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, Row, SparkSession
 
+from testbed.waiting import wait_until
 from tests.spark.conftest import Broker, Queries, RestartableBroker
 from tests.spark.inputs import bodies, stream_options
-from tests.spark.progress import as_dict, wait_until
+from tests.spark.progress import as_dict
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -118,7 +119,9 @@ def test_processing_time_query_over_two_streams_reads_only_new_messages_and_repo
     ends = {stream_queue: 7, other: 7}
 
     def progress_shows_ends() -> bool:
-        source = query.lastProgress["sources"][0]
+        progress = query.lastProgress
+        assert progress is not None
+        source = progress["sources"][0]
         return as_dict(source["latestOffset"]) == {"kind": "stream", "queues": ends}
 
     wait_until(progress_shows_ends, 90, f"lastProgress to show the ends {ends}")

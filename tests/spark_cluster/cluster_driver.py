@@ -1,7 +1,7 @@
 """The tests' Spark driver on the standalone cluster, in a child process of its own.
 
 A Python process holds one SparkContext, and the pytest process of the Spark tests already
-holds the suite's ``local[2]`` session (tests/support/spark.py); so the driver application on
+holds the suite's ``local[2]`` session (testbed/spark.py); so the driver application on
 the cluster lives in a spawned child, and the tests call the functions below there through
 ``ClusterDriver``. They return plain Python data: the rows read, and how many tasks each
 executor had run by then (the proof that the executors, not the driver, read and wrote).
@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tests.support.spark_cluster import cluster_session, executor_tasks
+from testbed.spark_cluster import cluster_session, executor_tasks
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from testbed.spark_cluster import SparkCluster
 from tests.spark.conftest import Broker, broker, stream_queue
 from tests.spark_cluster.cluster_driver import ClusterDriver
 from tests.support import fixtures
-from tests.support.spark_cluster import SparkCluster
 
 __all__ = ["broker", "broker_url", "cluster", "driver", "stream_queue"]  # fixtures
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.spark_cluster import SparkCluster, SparkClusterError
+from testbed.spark_cluster import SparkCluster, SparkClusterError
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,4 @@
-"""The connector on a standalone Spark cluster (tests/support/spark_cluster.py): a driver
+"""The connector on a standalone Spark cluster (testbed/spark_cluster.py): a driver
 application whose executors run in JVMs of their own, with Python workers of their own, as
 on a real cluster; against the bundled broker and RabbitMQ 4. Each test also checks that the
 executors ran the tasks (Spark's monitoring API counts them per executor)."""

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from testbed.spark_cluster import EXECUTOR_MEMORY, SparkCluster, spark_home
 from tests.spark.conftest import Broker
 from tests.spark.inputs import bodies
 from tests.spark_cluster.conftest import taken_bodies
-from tests.support.spark_cluster import EXECUTOR_MEMORY, SparkCluster, spark_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ from tests.spec09.test_access_tickets import TICKETED as TICKETED_0_9
 
 def _open_session(peer: Peer, channel: int) -> uuid.UUID:
     attached = peer.call(channel, "session.open", detached_lifetime=60)
-    return attached.session_id  # type: ignore[no-any-return]
+    return attached.session_id
 
 
 @pytest.mark.spec010_rule("access.request-ok:per-session")
@@ -29,7 +29,7 @@ def test_a_ticket_is_valid_in_its_session_only_wherever_the_session_is_resumed(
 ) -> None:
     first = peer_factory()
     session = _open_session(first, 1)
-    rights = {"passive": True, "active": True, "read": True}
+    rights: dict[str, Any] = {"passive": True, "active": True, "read": True}
     ticket = first.call(1, "access.request", realm="/data", **rights).ticket
     assert first.call(1, "queue.declare", ticket=ticket, queue=name).queue == name
     _open_session(first, 2)

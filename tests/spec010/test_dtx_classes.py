@@ -24,15 +24,11 @@ def xid(name: str) -> bytes:
     return name.encode()
 
 
-def _count(peer: Peer, queue: str) -> int:
-    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
-
-
-def _start(peer: Peer, xid: bytes, **fields: bool) -> int:
+def _start(peer: Peer, xid: bytes, **fields: Any) -> int:
     return int(peer.call(1, "dtx-demarcation.start", xid=xid, **fields).status)
 
 
-def _end(peer: Peer, xid: bytes, **fields: bool) -> int:
+def _end(peer: Peer, xid: bytes, **fields: Any) -> int:
     return int(peer.call(1, "dtx-demarcation.end", xid=xid, **fields).status)
 
 
@@ -74,13 +70,13 @@ def test_rule_dtx_demarcation_transactionality_work_in_a_branch_waits_for_its_co
     peer.call(1, "queue.declare", queue=name)
     peer.send(1, "dtx-demarcation.select")
     peer.send_content(1, "basic.publish", b"outside", exchange="", routing_key=name)
-    assert _count(peer, name) == 1  # outside start/end: not transactional
+    assert peer.message_count(name) == 1  # outside start/end: not transactional
     assert _start(peer, xid) == XA_OK
     peer.send_content(1, "basic.publish", b"inside", exchange="", routing_key=name)
-    assert _count(peer, name) == 1
+    assert peer.message_count(name) == 1
     assert _end(peer, xid) == XA_OK
     assert _commit(peer, xid) == XA_OK
-    assert _count(peer, name) == 2
+    assert peer.message_count(name) == 2
 
 
 @rule("dtx-coordination.prepare:obligation-2")
@@ -97,7 +93,7 @@ def test_two_phase_commit_from_another_connection_publishes_and_settles_acks(
     assert _commit(coordinator, xid, one_phase=False) == XA_OK
     worker.send(1, "basic.get", queue=name)
     assert bytes(worker.expect(1, "basic.get-ok").body) == b"produced"
-    assert _count(coordinator, name) == 0
+    assert coordinator.message_count(name) == 0
 
 
 def test_rollback_drops_publishes_and_requeues_what_the_branch_consumed(
@@ -109,7 +105,7 @@ def test_rollback_drops_publishes_and_requeues_what_the_branch_consumed(
     assert peer.call(1, "dtx-coordination.rollback", xid=xid).status == XA_OK
     peer.send(1, "basic.get", queue=name)
     assert bytes(peer.expect(1, "basic.get-ok").body) == b"consumed"
-    assert _count(peer, name) == 0
+    assert peer.message_count(name) == 0
 
 
 def test_rule_dtx_coordination_prepare_ok_a_branch_without_work_is_read_only(
@@ -133,7 +129,7 @@ def test_rule_dtx_demarcation_end_fail_failure_marks_the_branch_rollback_only(
     peer.send_content(1, "basic.publish", b"failed", exchange="", routing_key=name)
     assert _end(peer, xid, fail=True) == XA_RBROLLBACK
     assert _commit(peer, xid) == XA_RBROLLBACK
-    assert _count(peer, name) == 0
+    assert peer.message_count(name) == 0
 
 
 @rule("dtx-demarcation.end.suspend:resume")
@@ -144,9 +140,9 @@ def test_rule_dtx_demarcation_end_suspend_resume_a_suspended_branch_is_resumed_b
     assert _start(peer, xid, resume=True) == XA_OK
     peer.send_content(1, "basic.publish", b"after", exchange="", routing_key=name)
     assert _end(peer, xid) == XA_OK
-    assert _count(peer, name) == 0
+    assert peer.message_count(name) == 0
     assert _commit(peer, xid) == XA_OK
-    assert _count(peer, name) == 2
+    assert peer.message_count(name) == 2
 
 
 @rule("dtx-demarcation.end:session-closed")
@@ -156,9 +152,9 @@ def test_rule_dtx_demarcation_end_session_closed_associated_branch_becomes_rollb
     worker, coordinator = _peer(peer_factory), _peer(peer_factory)
     _consume_in_branch(worker, name, xid)
     worker.call(1, "channel.close", reply_code=200, reply_text="ok")
-    assert _count(coordinator, name) == 0  # the branch still holds the consumed message
+    assert coordinator.message_count(name) == 0  # the branch still holds the consumed message
     assert _commit(coordinator, xid) == XA_RBROLLBACK
-    assert _count(coordinator, name) == 1
+    assert coordinator.message_count(name) == 1
 
 
 @rule("dtx-coordination.set-timeout:effective", "dtx-coordination.set-timeout:reset")

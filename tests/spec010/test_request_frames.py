@@ -20,7 +20,7 @@ def test_a_request_is_answered_by_a_response_carrying_its_id(peer: Peer, name: s
     peer.request(1, "queue.declare", 7, queue=name)
     response = peer.expect_response(1)
     assert (response.response_id, response.request_id) == (1, 7)
-    assert response.received.method.queue == name
+    assert response.received.method.fields()["queue"] == name
     peer.request(1, "queue.purge", 8, queue=name)
     assert _answer(peer, 1) == (2, 8, "queue.purge-ok")
 
@@ -76,7 +76,7 @@ def test_session_open_in_a_request_is_answered_by_session_attached(peer: Peer) -
     response = peer.expect_response(4)
     assert (response.response_id, response.request_id) == (1, 1)
     assert response.received.method.NAME == "session.attached"
-    assert response.received.method.detached_lifetime == 30
+    assert response.received.method.fields()["detached_lifetime"] == 30
 
 
 def test_a_channel_exception_in_a_request_closes_the_channel_in_a_method_frame(

@@ -23,10 +23,6 @@ def _publish(peer: Peer, queue: str, body: bytes, **properties: Any) -> None:
     peer.send_content(1, "basic.publish", body, properties, exchange="", routing_key=queue)
 
 
-def _message_count(peer: Peer, queue: str) -> int:
-    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
-
-
 def _get(peer: Peer, queue: str) -> Any:
     """basic.get of a message that must be there (acknowledged later)."""
     peer.send(1, "basic.get", queue=queue)
@@ -96,7 +92,7 @@ def test_a_delivery_stays_the_queues_until_it_is_acknowledged(peer: Peer, name: 
     peer.send(1, "basic.ack", delivery_tag=acked.method.delivery_tag)
     peer.call(1, "basic.recover", requeue=True)
     assert get_body(peer, 1, name) == b"kept"
-    assert _message_count(peer, name) == 0
+    assert peer.message_count(name) == 0
 
 
 @rule("basic.qos.prefetch-count:prefetch")

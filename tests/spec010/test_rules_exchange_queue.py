@@ -22,10 +22,6 @@ def _publish(peer: Peer, exchange: str, routing_key: str, body: bytes, **propert
     )
 
 
-def _message_count(peer: Peer, queue: str) -> int:
-    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
-
-
 def _query(peer: Peer, exchange: str) -> Any:
     return peer.call(1, "exchange.query", name=exchange)
 
@@ -138,7 +134,7 @@ def test_without_an_alternate_exchange_an_unroutable_message_is_dropped_silently
     _publish(peer, name, "nowhere", b"dropped")
     _publish(peer, name, "k", b"routed")
     assert get_body(peer, 1, name) == b"routed"
-    assert _message_count(peer, name) == 0
+    assert peer.message_count(name) == 0
     peer.nothing(1, "basic.reject", "channel.close")
 
 
@@ -173,7 +169,7 @@ def test_a_message_the_alternate_exchange_cannot_route_is_not_passed_on_again(
     _publish(peer, first, "k2", b"to the second")  # published to it, not routed to it
     assert get_body(peer, 1, f"{name}-q1") == b"to the first"
     assert get_body(peer, 1, f"{name}-q2") == b"to the second"
-    assert _message_count(peer, f"{name}-q1") + _message_count(peer, f"{name}-q2") == 0
+    assert peer.message_count(f"{name}-q1") + peer.message_count(f"{name}-q2") == 0
 
 
 @rule("queue.declare:default-binding", "queue.declare.queue:default-name")
@@ -244,7 +240,7 @@ def test_a_message_rejected_from_a_queue_without_an_alternate_exchange_is_droppe
 ) -> None:
     declare_queue(peer, 1, name)
     _reject_one(peer, name, b"rejected")
-    assert _message_count(peer, name) == 0
+    assert peer.message_count(name) == 0
     peer.nothing(1, "channel.close")
 
 
@@ -306,7 +302,7 @@ def test_a_duplicate_binding_is_not_an_error_and_routes_once(peer: Peer, name: s
         peer.call(1, "queue.bind", queue=name, exchange="amq.direct", routing_key=name)
     _publish(peer, "amq.direct", name, b"once")
     assert get_body(peer, 1, name) == b"once"
-    assert _message_count(peer, name) == 0
+    assert peer.message_count(name) == 0
 
 
 @rule("queue.bind.queue:queue-existence")
@@ -329,7 +325,7 @@ def test_a_direct_binding_routes_equal_keys(peer: Peer, name: str) -> None:
     _publish(peer, "amq.direct", "key-010", b"match")
     _publish(peer, "amq.direct", "other", b"no")
     assert get_body(peer, 1, name) == b"match"
-    assert _message_count(peer, name) == 0
+    assert peer.message_count(name) == 0
 
 
 @rule("queue.unbind.queue:non-existent-queue")
@@ -374,6 +370,6 @@ def test_delete_if_unused_of_a_consumed_queue_is_406(peer: Peer, name: str) -> N
 def test_delete_if_empty_of_a_non_empty_queue_is_406(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
     _publish(peer, "", name, b"x")
-    assert _message_count(peer, name) == 1
+    assert peer.message_count(name) == 1
     peer.send(1, "queue.delete", queue=name, if_empty=True)
     assert peer.error(1) == ("channel", 406)

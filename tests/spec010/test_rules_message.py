@@ -33,10 +33,6 @@ def _received(peer: Peer, count: int) -> list[bytes]:
     return [bytes(peer.expect(1, "message.transfer").method.body.data) for _ in range(count)]
 
 
-def _count(peer: Peer, queue: str) -> int:
-    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
-
-
 @rule("message.transfer.destination:blank-destination")
 def test_a_transfer_with_a_blank_destination_goes_to_the_default_exchange(
     peer: Peer, name: str
@@ -288,7 +284,7 @@ def test_over_the_memory_watermark_no_persistent_transfer_is_discarded(
     """Twice the watermark in persistent transfers: the broker stops reading the publisher
     while it is over the mark and keeps every message for the consumer."""
     url = low_watermark_broker.url
-    publisher, consumer = Peer(url, SPEC_0_10), Peer(url, SPEC_0_10)  # type: ignore[arg-type]
+    publisher, consumer = Peer(url, SPEC_0_10), Peer(url, SPEC_0_10)
     try:
         for p in (publisher, consumer):
             p.open_channel(1)

@@ -6,7 +6,6 @@ once, its deliveries requeued."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -57,10 +56,6 @@ def _resumes_with_its_deliveries(peer: Peer, session_id: uuid.UUID, unacked: lis
     assert (third.method.consumer_tag, third.body) == ("kept", b"c")
 
 
-def _message_count(peer: Peer, channel: int, name: str) -> int:
-    return int(peer.call(channel, "queue.declare", queue=name, passive=True).message_count)
-
-
 def _socket_closed(peer: Peer) -> None:
     peer.sock.close()
     peer.closed = True
@@ -105,7 +100,7 @@ def test_a_lost_session_with_lifetime_0_ends_at_once_its_deliveries_requeued(
     first.close()  # answered close-ok after the session ended
     second = peer_factory()
     second.open_channel(1)
-    assert _message_count(second, 1, name) == 2
+    assert second.message_count(name, 1) == 2
     second.send(3, "session.resume", session_id=session_id)
     assert second.error(3) == ("channel", 404)
 
@@ -115,17 +110,15 @@ def clocked() -> Iterator[tuple[str, FakeClock, Callable[[float], None]]]:
     """A broker of its own whose sessions' detached lifetimes count on a fake clock: its
     URL, the clock and a function that moves the clock on the broker's event loop."""
     with Broker() as broker:
-        assert broker._server is not None and broker._loop is not None
-        dialect = broker._server.dialects.of(SPEC_0_10)
+        dialect = broker.server.dialects.of(SPEC_0_10)
         assert isinstance(dialect, Spec010Dialect)
         clock = dialect.sessions.clock = FakeClock()
-        loop = broker._loop
 
         def advance(seconds: float) -> None:
             async def move() -> None:
                 clock.advance(seconds)
 
-            asyncio.run_coroutine_threadsafe(move(), loop).result(5)
+            broker.run_on_loop(move(), 5)
 
         yield broker.url, clock, advance
 
@@ -143,9 +136,9 @@ def test_a_lost_session_ends_when_its_detached_lifetime_runs_out(
         second.open_channel(1)
         assert clock.pending == 1  # the lifetime counts down from the connection's close
         advance(29.9)
-        assert _message_count(second, 1, name) == 0  # still held by the detached session
+        assert second.message_count(name, 1) == 0  # still held by the detached session
         advance(0.2)
-        assert _message_count(second, 1, name) == 2  # it ended: its deliveries are requeued
+        assert second.message_count(name, 1) == 2  # it ended: its deliveries are requeued
         second.send(3, "session.resume", session_id=session_id)
         assert second.error(3) == ("channel", 404)
     finally:

@@ -9,22 +9,18 @@ from tests.spec09.flows import publish_file, receive_file
 from tests.spec09.peer import Peer
 
 
-def _count(peer: Peer, queue: str) -> int:
-    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
-
-
 def test_publishes_in_a_transaction_are_routed_at_commit_and_dropped_at_rollback(
     peer: Peer, name: str
 ) -> None:
     peer.call(1, "queue.declare", queue=name)
     peer.send(1, "tx.select")
     peer.send_content(1, "basic.publish", b"kept", exchange="", routing_key=name)
-    assert _count(peer, name) == 0
+    assert peer.message_count(name) == 0
     peer.send(1, "tx.commit")
-    assert _count(peer, name) == 1
+    assert peer.message_count(name) == 1
     peer.send_content(1, "basic.publish", b"dropped", exchange="", routing_key=name)
     peer.send(1, "tx.rollback")
-    assert _count(peer, name) == 1
+    assert peer.message_count(name) == 1
 
 
 def test_acks_in_a_transaction_settle_at_commit_and_rollback_makes_them_unacked(

@@ -123,6 +123,10 @@ class Peer:
             self.proto.send_content(channel, self.method(name, **fields), props, body)
         )
 
+    def message_count(self, queue: str, channel: int = 1) -> int:
+        """How many messages ``queue`` holds ready (a passive queue.declare on ``channel``)."""
+        return int(self.call(channel, "queue.declare", queue=queue, passive=True).message_count)
+
     def call(self, channel: int, name: str, /, reply: str | None = None, **fields: Any) -> Any:
         """Send a method and return its reply method (the first of its ``<response>``s by
         default; for a method without one, the execution.complete of an execution.flush).
@@ -202,7 +206,7 @@ class Peer:
         while True:
             for i, ev in enumerate(self.pending):
                 if isinstance(ev, events.ResponseReceived) and ev.received.channel == channel:
-                    return self.pending.pop(i)  # type: ignore[no-any-return]
+                    return self.pending.pop(i)
                 method = getattr(ev, "method", None)
                 if method is not None and method.NAME == "connection.close":
                     raise AssertionError(f"expected a response, got {method}")

@@ -22,7 +22,7 @@ def test_the_projects_client_speaking_0_8_publishes_gets_consumes_and_acks(
         queue = ch.queue_declare("", exclusive=True).queue
         ch.basic_publish("", queue, b"first", {"content_type": "text/plain"})
         got = ch.basic_get(queue)
-        assert got is not None and (got.body, got.properties.content_type) == (
+        assert got is not None and (got.body, got.properties.fields()["content_type"]) == (
             b"first",
             "text/plain",
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -15,7 +16,7 @@ from .peer import Peer
 rule = pytest.mark.spec_rule
 
 
-def _ticket(peer: Peer, channel: int = 1, **rights: bool) -> int:
+def _ticket(peer: Peer, channel: int = 1, **rights: Any) -> int:
     return int(peer.call(channel, "access.request", realm="/data", **rights).ticket)
 
 

@@ -36,7 +36,7 @@ TICKETED_CONTENT = ("basic.publish", "stream.publish")
 NEVER_GRANTED = 77
 
 
-def _ticket(peer: Peer, channel: int = 1, realm: str = "/data", **rights: bool) -> int:
+def _ticket(peer: Peer, channel: int = 1, realm: str = "/data", **rights: Any) -> int:
     return int(peer.call(channel, "access.request", realm=realm, **rights).ticket)
 
 
@@ -115,7 +115,7 @@ def test_a_right_the_users_permissions_deny_is_refused(
 ) -> None:
     everything = {"configure": ".*", "write": ".*", "read": ".*"}
     peer = peer_of({"permissions": {"/": {**everything, permission: ""}}})
-    others = {r: True for r in ("active", "write", "read") if r != right}
+    others: dict[str, Any] = {r: True for r in ("active", "write", "read") if r != right}
     assert _ticket(peer, passive=True, **others) > 0
     peer.send(1, "access.request", realm="/data", **{right: True})
     assert peer.channel_error(1) == 403

@@ -134,7 +134,8 @@ def test_virtual_hosts_share_no_exchange_queue_or_message(
         there.queue_declare("same-name")
         here.basic_publish("", "same-name", b"home")
         assert there.basic_get("same-name", no_ack=True) is None
-        assert here.basic_get("same-name", no_ack=True).body == b"home"
+        got = here.basic_get("same-name", no_ack=True)
+        assert got is not None and got.body == b"home"
         with pytest.raises(ChannelClosed) as info:
             there.exchange_declare("only-home", "fanout", passive=True)
         assert info.value.reply_code == 404
@@ -246,8 +247,7 @@ def test_the_client_announces_product_version_platform_and_information(
 ) -> None:
     broker = broker_with()
     with connect(broker.url, spec=SPEC_0_9):
-        server = broker._server
-        assert server is not None
+        server = broker.server
         (received,) = [c.client_properties for c in server.connections]  # what start-ok carried
     assert {"product", "version", "platform", "information"} <= set(received)
     assert all(isinstance(received[k], str) and received[k] for k in ("product", "version"))

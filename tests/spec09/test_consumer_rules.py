@@ -19,10 +19,6 @@ def _publish(peer: Peer, queue: str, body: bytes, channel: int = 1) -> None:
     peer.send_content(channel, "basic.publish", body, exchange="", routing_key=queue)
 
 
-def _message_count(peer: Peer, channel: int, queue: str) -> int:
-    return int(peer.call(channel, "queue.declare", queue=queue, passive=True).message_count)
-
-
 @rule("domain.delivery-tag:channel-local")
 def test_a_delivery_tag_cannot_be_acked_on_another_channel(peer: Peer, name: str) -> None:
     declare_queue(peer, 1, name)
@@ -33,7 +29,7 @@ def test_a_delivery_tag_cannot_be_acked_on_another_channel(peer: Peer, name: str
     peer.send(2, "basic.ack", delivery_tag=tag)
     assert peer.channel_error(2) == 406
     peer.send(1, "basic.ack", delivery_tag=tag)
-    assert _message_count(peer, 1, name) == 0
+    assert peer.message_count(name, 1) == 0
 
 
 @in_both_dialects("basic.consume.queue:01", draft=("basic.consume.queue:queue-exists-if-empty",))

@@ -4,6 +4,7 @@ mandatory and immediate publishing, and persistent basic messages."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,7 @@ def _immediate(peer: Peer, content_class: str, queue: str, body: bytes) -> None:
             body=Content(body),
         )
     else:
-        fields = {"exchange": "", "routing_key": queue, "immediate": True}
+        fields: dict[str, Any] = {"exchange": "", "routing_key": queue, "immediate": True}
         peer.send_content(1, f"{content_class}.publish", body, **fields)
 
 
@@ -148,7 +149,9 @@ def test_an_immediate_message_without_a_ready_consumer_comes_back(
         returned = peer.expect(1, f"{content_class}.return")
         assert (returned.method.reply_code, returned.body) == (313, b"nobody")
     tag_field = "destination" if content_class == "message" else "consumer_tag"
-    no_ack = {} if content_class == "stream" else {"no_ack": True}  # streams are never acked
+    no_ack: dict[str, Any] = (
+        {} if content_class == "stream" else {"no_ack": True}
+    )  # streams are never acked
     peer.call(1, f"{content_class}.consume", queue=name, **{tag_field: "c"}, **no_ack)
     _immediate(peer, content_class, name, b"taken")
     assert _received(peer, content_class) == b"taken"

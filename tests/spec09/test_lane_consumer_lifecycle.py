@@ -98,8 +98,7 @@ def test_an_exclusive_queue_takes_its_lanes_and_their_consumers_when_its_owner_c
     declare_queue(peer, 1, name, exclusive=True)
     peer.call(1, "file.consume", queue=name, consumer_tag="files")
     peer.call(1, "stream.consume", queue=name, consumer_tag="streams")
-    server = broker._server
-    assert server is not None
+    server = broker.server
     vhost = server.vhosts["/"]
     (queue,) = [q for q in vhost.queues.values() if q.name == name]
     lanes = vhost.lanes_of(queue)

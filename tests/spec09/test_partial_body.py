@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from amqp_protocol import SPEC_0_9, Connection
+from amqp_protocol import SPEC_0_9, Connection, events
 
 
 def _server_and_content_frames(body: bytes) -> tuple[Connection, bytes]:
@@ -29,5 +29,5 @@ def test_partial_body_holds_the_body_frames_received_so_far() -> None:
 def test_partial_body_is_empty_once_the_content_is_complete() -> None:
     server, data = _server_and_content_frames(b"whole")
     (event,) = server.receive_data(data)
-    assert event.body == b"whole"
+    assert isinstance(event, events.ContentReceived) and event.body == b"whole"
     assert server.partial_body(1) == b""

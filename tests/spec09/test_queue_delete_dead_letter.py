@@ -33,10 +33,6 @@ def _delete(peer: Peer, queue: str) -> int:
     return int(peer.call(1, "queue.delete", queue=queue).message_count)
 
 
-def _message_count(peer: Peer, queue: str) -> int:
-    return int(peer.call(1, "queue.declare", queue=queue, passive=True).message_count)
-
-
 def _death_of_deletion(headers: dict[str, Any], queue: str) -> dict[str, Any]:
     (death,) = headers["x-death"]
     assert (death["reason"], death["queue"], death["count"]) == ("queue_deleted", queue, 1)
@@ -99,7 +95,7 @@ def test_stream_content_pending_on_a_deleted_queue_is_dropped(peer: Peer, name: 
     dlq = _dead_lettering_queue(peer, name)
     peer.send_content(1, "stream.publish", b"packet", exchange="", routing_key=name)
     assert _delete(peer, name) == 1
-    assert _message_count(peer, dlq) == 0
+    assert peer.message_count(dlq) == 0
 
 
 @rule("queue.delete:01")
@@ -125,7 +121,7 @@ def test_an_auto_deleted_queue_drops_its_messages_as_rabbitmq_does(peer: Peer, n
     peer.expect(2, "basic.deliver")
     peer.call(2, "basic.cancel", consumer_tag="c")  # the last consumer: the queue goes
     peer.call(2, "channel.close", reply_code=200, reply_text="", class_id=0, method_id=0)
-    assert _message_count(peer, dlq) == 0
+    assert peer.message_count(dlq) == 0
     peer.send(1, "queue.declare", queue=name, passive=True)
     assert peer.channel_error(1) == 404
 

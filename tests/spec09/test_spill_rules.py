@@ -49,9 +49,7 @@ def broker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Broker]:
 
 
 def _server(broker: Broker) -> BrokerServer:
-    server = broker._server
-    assert server is not None
-    return server
+    return broker.server
 
 
 def _assert_spilled(broker: Broker, queue: Queue) -> None:

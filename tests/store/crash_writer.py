@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import cast
 
 from broker.store import Store, StoreError
-from tests.store.messages import persistent
+from testbed.store_data import persistent
 
 _STDOUT = threading.Lock()
 SPARSE_KEEP = 20

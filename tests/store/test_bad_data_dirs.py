@@ -14,9 +14,8 @@ import pytest
 
 from broker.store import Store, StoreError, records
 from broker.store.recovery import segment_numbers, segment_path
-from tests.store.conftest import declare_queues
+from testbed.store_data import declare_queues, persistent, recovered_bodies
 from tests.store.listeners import CollectingListener
-from tests.store.messages import persistent, recovered_bodies
 
 
 def journal_messages(data_dir: Path, count: int, segment_size: int = 1 << 20) -> int:

@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from broker.store import Journal, Store
-from tests.store.conftest import declare_queues
+from testbed.store_data import declare_queues, persistent, recovered_bodies
 from tests.store.listeners import CollectingListener
-from tests.store.messages import persistent, recovered_bodies
 
 SEGMENT_SIZE = 4096
 MESSAGES = 300

@@ -14,9 +14,8 @@ import pytest
 
 from broker.store import Store
 from broker.store.journal import CRASH_IN_COMPACTION_ENV
-from tests.store.conftest import declare_queues
+from testbed.store_data import declare_queues, recovered_bodies
 from tests.store.listeners import CollectingListener
-from tests.store.messages import recovered_bodies
 
 REPO = Path(__file__).resolve().parents[2]
 

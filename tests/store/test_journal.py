@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import cast
 
 from broker.store import Store
-from tests.store.conftest import declare_queues
+from testbed.store_data import declare_queues, persistent, recovered_bodies
 from tests.store.listeners import CollectingListener
-from tests.store.messages import persistent, recovered_bodies
 
 
 def test_unacked_messages_are_recovered_in_order_and_acked_ones_are_not(data_dir: Path) -> None:

@@ -64,7 +64,7 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
 
 @pytest.fixture
 def vhost(tmp_path: Path, loop: asyncio.AbstractEventLoop) -> VirtualHost:
-    return VirtualHost("/", loop, MemoryGauge(1 << 30), Directories(tmp_path))  # type: ignore[arg-type]
+    return VirtualHost("/", loop, MemoryGauge(1 << 30), Directories(tmp_path))
 
 
 def declare(vhost: VirtualHost, name: str = "s", **arguments: Any) -> StreamQueue:

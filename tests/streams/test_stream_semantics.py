@@ -19,7 +19,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker
 
 from amqp_protocol import SPEC_0_9_1, events
-from tests.security.raw_client import M, call, open_raw
+from testbed.raw_client import M, call, open_raw
 
 STREAM = {"x-queue-type": "stream"}
 WAIT = 5.0  # seconds a test waits for deliveries it expects

@@ -3,7 +3,7 @@ process of its own.
 
 ``remote("local[...]")`` starts a classic SparkContext in the calling process that hosts the
 Connect server, and refuses to when that process already has one (SESSION_OR_CONTEXT_EXISTS):
-the suite's classic session (tests/support/spark.py) and a Connect session cannot share a
+the suite's classic session (testbed/spark.py) and a Connect session cannot share a
 pytest process, in either order. So the Connect session lives in a spawned child (a JVM of
 its own, started once a run) and the tests call the module-level functions below there
 through ``ConnectSession``; what they return is plain Python data.

@@ -9,7 +9,7 @@ from typing import NoReturn
 
 import pytest
 
-from tests.support.rabbitmq import (
+from testbed.rabbitmq import (
     RabbitMQNode,
     RabbitMQUnavailable,
     find_rabbitmq,

@@ -1,6 +1,6 @@
 """A three-node RabbitMQ 4 cluster on 127.0.0.1 for the tests, made of private nodes.
 
-Each node is a private node of ``tests.support.rabbitmq`` (its own AMQP and distribution
+Each node is a private node of ``testbed.rabbitmq`` (its own AMQP and distribution
 ports, node name and state directory, in a root's namespaces of its own) with two things in
 common with the others, as a cluster needs:
 
@@ -44,7 +44,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.support.rabbitmq import (
+from testbed.rabbitmq import (
     RabbitMQInstall,
     RabbitMQNode,
     RabbitMQUnavailable,

@@ -1,6 +1,6 @@
 """A bundled broker whose process's descriptors a test can use up: ``python -m
 tests.support.starved_broker --data-dir DIR --port N [--management-port M]``, run by
-tests/durability/broker_process.py under a low open-files limit.
+testbed/broker_process.py under a low open-files limit.
 
 It logs to stderr as the ``amqp-broker`` program does. SIGUSR1 makes it open /dev/null until
 no descriptor is left ("holding N descriptors" on stderr); SIGUSR2 closes them ("released").

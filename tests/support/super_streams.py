@@ -22,8 +22,8 @@ from urllib.parse import quote
 import pytest
 
 from amqp_spark.client import Channel, connect
+from testbed.rabbitmq import RabbitMQNode
 from tests.support.fixtures import private_rabbitmq_node
-from tests.support.rabbitmq import RabbitMQNode
 
 #: The plugins a RabbitMQ node needs for super streams and their discovery by HTTP.
 PLUGINS = ("rabbitmq_management", "rabbitmq_stream")

@@ -2,8 +2,7 @@
 
 Run by path (``python .../broker_work_child.py MODE N MEASURE``) with the working directory
 and ``PYTHONPATH`` set to a checkout, so that its own ``broker`` and ``amqp_protocol`` run
-(this file imports nothing else of a tree, and adapts to ``eaf295b``'s
-``AMQPConnection(server)``). The server is built as ``python -m broker`` builds it
+(this file imports nothing else of a tree). The server is built as ``python -m broker`` builds it
 (``BrokerServer(config, loop).start()``, listeners on port 0 that nothing connects to); each
 client connection is an ``AMQPConnection`` on a transport that only records what the broker
 writes. Every workload feeds pre-encoded client bytes in fixed chunks (``CHUNK``), running
@@ -29,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import dis
 import gc
-import inspect
 import json
 import os
 import sys
@@ -104,12 +102,7 @@ class Peer:
     def __init__(self, server: BrokerServer, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.transport = RecordingTransport()
-        takes_dialects = len(inspect.signature(AMQPConnection).parameters) > 1
-        self.conn = (
-            AMQPConnection(server, server.dialects)  # type: ignore[call-arg]
-            if takes_dialects
-            else AMQPConnection(server)  # type: ignore[call-arg]
-        )
+        self.conn = AMQPConnection(server, server.dialects)
         self.conn.connection_made(self.transport)
         self.client = Connection(role="client", spec=SPEC_0_9_1)
         self.feed(self.client.initiate())
@@ -175,9 +168,8 @@ class Broker:
         config = BrokerConfig()
         config.port = 0
         config.host = "127.0.0.1"
-        if hasattr(config, "management"):
-            config.management.port = 0
-            config.management.enabled = mode == "on"
+        config.management.port = 0
+        config.management.enabled = mode == "on"
         self.server = BrokerServer(config, self.loop)
         self.loop.run_until_complete(self.server.start())
         self.plain = Peer(self.server, self.loop)
@@ -249,6 +241,8 @@ def executed(
         if event == "opcode":
             code = frame.f_code
             if forms is not None and code not in forms:
+                if sys.version_info < (3, 11):
+                    raise RuntimeError("instruction forms are CPython 3.11's specialisation")
                 found = dis.get_instructions(code, adaptive=True)
                 forms[code] = {i.offset: i.opname for i in found}
             counts[code, frame.f_lasti] += 1

@@ -1,7 +1,7 @@
-"""Two checkouts, one session: the codec and the bundled broker of an older tree ("before",
-e.g. a worktree of ``eaf295b``) beside this one's ("after"), interleaved round by round
-(the order alternating), by instructions per message (``instructions.py``: callgrind, which
-the machine's load does not move) and by rate.
+"""Two checkouts, one session: the codec and the bundled broker of an older tree ("before")
+beside this one's ("after"), interleaved round by round (the order alternating), by
+instructions per message (``instructions.py``: callgrind, which the machine's load does not
+move) and by rate.
 
 - codec: each tree's own ``benchmarks/bench_codec.py`` (the same workloads): its
   operations counted in a child under callgrind (``codec_child.py``), and its ``run``,
@@ -10,7 +10,7 @@ the machine's load does not move) and by rate.
   checkout), driven by this tree's ``bench_broker`` client and scenarios: the broker's
   instructions per message under callgrind, messages per second at full speed.
 
-``python -m benchmarks.before_after --before /work/wt/measure-before [--quick]`` prints a
+``python -m benchmarks.ab.before_after --before /work/wt/measure-before [--quick]`` prints a
 Markdown table (count medians, the count spread of each tree over the rounds, the best rate
 of the rounds) with the load and writes ``benchmarks/results/before_after.json``.
 """
@@ -31,7 +31,7 @@ from typing import Any
 from benchmarks import instructions
 from benchmarks.bench_broker import QUEUE_COUNTS, _timed, workloads
 
-AFTER = Path(__file__).resolve().parents[1]
+AFTER = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("codec_child.py")
 RESULTS = AFTER / "benchmarks" / "results" / "before_after.json"
 #: Operations per codec figure and messages per broker figure under callgrind.
@@ -39,12 +39,9 @@ CODEC_COUNTED = 1_000
 BROKER_COUNTED = 1_500
 BROKER_MESSAGES = 50_000
 ROUNDS = 3
-#: Each tree's broker options: an older tree has no management plane (so no such option);
-#: this one runs as its users do, with the management listener on.
-BROKER_ARGS = {
-    "before": ("--log-level", "WARNING"),
-    "after": ("--log-level", "WARNING", "--management-port", "0"),
-}
+#: Both trees' brokers run as their users run them, with the management listener on (on an
+#: ephemeral port).
+BROKER_ARGS = ("--log-level", "WARNING", "--management-port", "0")
 
 Figures = dict[str, list[float]]
 
@@ -151,7 +148,7 @@ def measure(trees: dict[str, Path], quick: bool) -> dict[str, Any]:
     codec_n = CODEC_COUNTED // 4 if quick else CODEC_COUNTED
     broker_n = BROKER_COUNTED // 4 if quick else BROKER_COUNTED
     messages = BROKER_MESSAGES // 5 if quick else BROKER_MESSAGES
-    commands = [instructions.BrokerCommand(root, BROKER_ARGS[tree]) for tree, root in trees.items()]
+    commands = [instructions.BrokerCommand(root, BROKER_ARGS) for root in trees.values()]
     with (
         instructions.Callgrind() as callgrind,
         instructions.brokers(commands, callgrind) as under_callgrind,
@@ -243,7 +240,9 @@ def report(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.before_after", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.ab.before_after", description=__doc__
+    )
     parser.add_argument("--before", type=Path, required=True, help="the older checkout")
     parser.add_argument("--quick", action="store_true", help="smaller counts and rates")
     args = parser.parse_args(argv)

@@ -1,10 +1,10 @@
 """One AvailableNow run of the source at fixed options on the bundled broker, for comparing
-two trees (issue 19's before/after): ``python benchmarks/source_one_run.py [--count N]``
+two trees (issue 19's before/after): ``python benchmarks/ab/source_one_run.py [--count N]``
 prints one JSON line (rows/s, CPU-s per million rows per process, and Spark's phases summed
 over the run's micro-batches, from the query the tree's harness started).
 
 The run is the tree's own ``bench_source`` harness (its ``_fill`` and ``_source_rate``, the
-same in both trees, ``prefetch`` 131070), its ``bundled_broker`` and ``tests.support.spark``:
+same in both trees, ``prefetch`` 131070), its ``bundled_broker`` and ``testbed.spark``:
 run it with another checkout's interpreter from that checkout, and the broker, the source,
 Spark's Python workers (``PYSPARK_PYTHON`` is this interpreter) are that tree's; the JSON says where
 the workers imported ``amqp_spark`` from. The CPU sampler is loaded from this file's folder,
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import inspect
 import json
 import sys
 import tempfile
@@ -27,12 +26,12 @@ sys.path.insert(0, str(Path.cwd()))  # the checkout run from, not this file's
 from pyspark.sql.streaming.readwriter import DataStreamWriter  # noqa: E402
 
 from amqp_spark.datasource import AMQPDataSource  # noqa: E402
+from amqp_spark_demo.local_spark import local_session  # noqa: E402
 from benchmarks.bench_broker import bundled_broker  # noqa: E402
 from benchmarks.bench_source import SOURCE_PREFETCH, _fill, _source_rate  # noqa: E402
-from tests.support.spark import local_session  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
-    "process_cpu", Path(__file__).with_name("process_cpu.py")
+    "process_cpu", Path(__file__).parents[1] / "process_cpu.py"
 )
 assert _spec is not None and _spec.loader is not None
 process_cpu = importlib.util.module_from_spec(_spec)
@@ -63,11 +62,8 @@ def durations(progress: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _run(spark: Any, url: str, count: int, scratch: Path) -> float:
-    """The tree's own ``_source_rate`` at ``prefetch`` 131070 (trees from before the default
-    window fix that prefetch and take no options)."""
-    if "options" in inspect.signature(_source_rate).parameters:
-        return _source_rate(spark, url, count, scratch, prefetch=str(SOURCE_PREFETCH))
-    return _source_rate(spark, url, count, scratch)
+    """The tree's own ``_source_rate`` at ``prefetch`` ``SOURCE_PREFETCH``."""
+    return _source_rate(spark, url, count, scratch, prefetch=str(SOURCE_PREFETCH))
 
 
 def main() -> None:
@@ -75,7 +71,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=200_000)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="source-one-run-") as scratch:
-        spark = local_session(Path(scratch))
+        spark = local_session("amqp-spark-source-ab", Path(scratch))
         spark.dataSource.register(AMQPDataSource)
         try:
             workers_import = (

@@ -9,7 +9,7 @@ this counts it two ways, each exact from run to run:
 Configurations (``CONFIGURATIONS``): this tree with the management listener ("on"), with
 its counters but no listener ("counters"), without either ("off": the counting statements
 ``pass``, as ``bench_management.without_statistics`` makes it), and ``--before``'s tree
-(e.g. a worktree of ``eaf295b``, which has neither). ``python -m benchmarks.broker_work
+(an older checkout). ``python -m benchmarks.ab.broker_work
 [--before DIR] [--callgrind] [--diff A B]`` prints a Markdown table of per-message figures
 and the ratios that issues 18 (on/off, counters/off) and 19 (off/before) are judged by.
 """
@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -31,12 +30,10 @@ from pathlib import Path
 from benchmarks import instructions
 from benchmarks.bench_management import without_statistics
 
-TREE = Path(__file__).resolve().parents[1]
+TREE = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).with_name("broker_work_child.py")
 #: Messages per workload: bytecode counting is ~30x slower, callgrind ~50x.
 MESSAGES = 1_000
-#: The older tree's package names, as this tree's (the protocol package moved).
-RENAMED = (("amqp_spark/protocol/", "amqp_protocol/"),)
 
 Opcodes = dict[str, Counter[str]]
 
@@ -54,24 +51,6 @@ def _check_origin(line: str, tree: Path, first: Path | None) -> None:
     where = Path(json.loads(line)["broker"])
     if not where.is_relative_to(first or tree):
         raise RuntimeError(f"the child ran the broker of {where}, not of {first or tree}")
-
-
-_GENERATED = re.compile(r"^<amqp (?:0-9-1 )?([\w.\- ]+)>:")
-
-
-def _normal(name: str) -> str:
-    """``name`` as this tree calls it: the older tree's package and its generated classes'
-    code names (``<amqp 0-9-1 basic.publish>:decode``) renamed."""
-    for old, new in RENAMED:
-        name = name.replace(old, new)
-    return _GENERATED.sub(
-        lambda m: (
-            "amqp_protocol/generated/spec_0_9_1.py:"
-            + "".join(w.capitalize() for w in re.split(r"[.\- ]", m.group(1)))
-            + "."
-        ),
-        name,
-    )
 
 
 def opcodes(
@@ -97,9 +76,7 @@ def opcodes(
     for line in output[1:]:
         record = json.loads(line)
         if "name" in record:
-            counts[record["name"]] = Counter(
-                {_normal(k): v / n for k, v in record["opcodes"].items()}
-            )
+            counts[record["name"]] = Counter({k: v / n for k, v in record["opcodes"].items()})
     return counts
 
 
@@ -214,7 +191,9 @@ def table(figures: dict[str, dict[str, float]], unit: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.broker_work", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.ab.broker_work", description=__doc__
+    )
     parser.add_argument("--before", type=Path, help="an older checkout to compare with")
     parser.add_argument("--messages", type=int, default=MESSAGES)
     parser.add_argument("--callgrind", action="store_true", help="also count instructions")
@@ -265,7 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 opcodes(*found[name][:2], n, found[name][2], measure="adaptive")
                 for name in args.adaptive
             ]
-            print(adaptive_diff(*forms))
+            before, after = forms
+            print(adaptive_diff(before, after))
     return 0
 
 

@@ -9,7 +9,7 @@ process's CPU-s per million rows, the median of the per-pair ratios after/before
 tree's own spread (max/min - 1 over its runs): a ratio whose distance from 1 is within
 the spreads is noise.
 
-``python -m benchmarks.source_ab --before DIR --before-python PY [--pairs 4]``: ``PY`` is an
+``python -m benchmarks.ab.source_ab --before DIR --before-python PY [--pairs 4]``: ``PY`` is an
 interpreter that imports the older tree's ``amqp_spark`` and ``broker`` from ``DIR`` and has
 pyspark (a venv whose site-packages holds a ``.pth`` naming ``DIR`` and then this venv's
 site-packages will do); Spark's Python workers run it too, and each run's JSON says where
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.before_after import AFTER, Started, report
+from benchmarks.ab.before_after import AFTER, Started, report
 from benchmarks.instructions import spread
 
 ONE_RUN = Path(__file__).with_name("source_one_run.py")
@@ -83,7 +83,7 @@ def table(pairs: list[dict[str, dict[str, Any]]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.source_ab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ab.source_ab", description=__doc__)
     parser.add_argument("--before", type=Path, required=True, help="the older checkout")
     parser.add_argument("--before-python", required=True, help="its interpreter (see above)")
     parser.add_argument("--pairs", type=int, default=4, help="pairs of runs (default 4)")

@@ -19,7 +19,7 @@ core, which waiting for the client or a busy core does not add to) and the rate 
 sees. Each is divided by the first ``before`` broker's figure of the same round; the table
 gives the median of those ratios over the rounds and their interquartile range.
 
-``python -m benchmarks.broker_ab --before /work/wt/measure-before [--rounds 15]
+``python -m benchmarks.ab.broker_ab --before /work/wt/measure-before [--rounds 15]
 [--messages 20000]`` prints the table as Markdown and writes
 ``benchmarks/results/broker_ab.json`` (every round's figures, under ``results``).
 """
@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks import instructions
-from benchmarks.before_after import AFTER, Started, check_origin, report
+from benchmarks.ab.before_after import AFTER, Started, check_origin, report
 from benchmarks.bench_broker import QUEUE_COUNTS, timed_with_cpu, workloads
 from benchmarks.bench_management import LAUNCHER, without_statistics
 
@@ -46,12 +46,12 @@ Round = dict[str, dict[str, tuple[float, float]]]
 
 def configurations(before: Path, stripped: Path) -> dict[str, instructions.BrokerCommand]:
     """The brokers compared; ``before`` first (the reference of every ratio), ``before
-    again`` the A/A control. An older tree has no management plane, so no option for it.
+    again`` the A/A control, both with the management listener on as ``after``.
     ``stripped``: ``without_statistics``' folder."""
     quiet = (*LOG, "--no-management")
     return {
-        "before": instructions.BrokerCommand(before, LOG),
-        "before again": instructions.BrokerCommand(before, LOG),
+        "before": instructions.BrokerCommand(before, (*LOG, "--management-port", "0")),
+        "before again": instructions.BrokerCommand(before, (*LOG, "--management-port", "0")),
         "after, statistics off": instructions.BrokerCommand(
             AFTER, quiet, program=LAUNCHER, pythonpath=(stripped,)
         ),
@@ -127,7 +127,7 @@ def table(measured: list[Round]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.broker_ab", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ab.broker_ab", description=__doc__)
     parser.add_argument("--before", type=Path, required=True, help="the older checkout")
     parser.add_argument("--rounds", type=int, default=15, help="measured rounds (default 15)")
     parser.add_argument("--messages", type=int, default=20_000, help="per scenario and round")
