@@ -3,9 +3,10 @@ broker's: what each offers the other, so that neither reaches into the other's p
 ``channel.py`` and ``connection.py`` need not import each other.
 
 Threads and locks (see ``connection.py``): ``ChannelHost.send`` takes the connection's send
-lock and may be called by any thread; the ``ChannelPeer`` methods are called by the
-connection's I/O thread (``handle_events``, ``wake_publishers``, ``mark_closed``) or by the
-caller opening the channel (``open``), never while the connection holds a channel's lock.
+lock and may be called by any thread. ``handle_events`` and ``wake_publishers`` are called by
+the connection's I/O thread, ``mark_closed`` by whichever thread finds the connection ended,
+``open`` by the caller of ``Connection.channel()``; the connection calls them outside its
+state lock (``mark_closed`` may run under the send lock, after a failed write).
 """
 
 from __future__ import annotations

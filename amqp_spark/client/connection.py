@@ -6,6 +6,8 @@ the socket, feeds the sans-IO ``protocol.Connection``, hands each method to its 
 writes only heartbeats and the replies the protocol demands (close-ok, flow-ok) under the same
 lock. Lock order, to stay deadlock-free: send lock, then a channel's condition; the I/O
 thread never sends while it holds a channel's condition.
+
+A connection offers its channels ``abc.ChannelHost`` and uses only their ``abc.ChannelPeer``.
 """
 
 from __future__ import annotations
