@@ -9,9 +9,14 @@ close the connection; the others close a channel.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .amqp_error import AMQPError
 from .generated.reply_codes import *  # noqa: F403
 from .generated.reply_codes import BY_CODE
+
+if TYPE_CHECKING:
+    from .methods import Method
 
 _BY_CODE: dict[int, type[AMQPError]] = dict(BY_CODE)
 
@@ -23,3 +28,11 @@ def error_for_code(code: int) -> type[AMQPError]:
         cls = type(f"AMQPError{code}", (AMQPError,), {"reply_code": code, "hard": code >= 500})
         _BY_CODE[code] = cls
     return cls
+
+
+def protocol_error(code: int, text: str, method: Method | None = None) -> AMQPError:
+    """An error of reply code ``code``, naming ``method`` (when given) as its culprit."""
+    err = error_for_code(code)(text)
+    if method is not None:
+        err.with_culprit(method.CLASS_ID, method.METHOD_ID)
+    return err

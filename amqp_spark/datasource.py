@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# isort: off
+import amqp_spark.spark_api  # noqa: F401  first: without a usable PySpark, says what to install
+
+# isort: on
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -59,3 +65,18 @@ class AMQPDataSource(DataSource):
         from amqp_spark.sink import make_stream_writer
 
         return make_stream_writer(self.options, schema)
+
+
+def register(spark: SparkSession) -> None:
+    """Make ``format("amqp")`` available in ``spark`` (a classic or a Spark Connect session).
+
+    Registers :class:`AMQPDataSource` unless Spark already registered it from the installed
+    ``pyspark_amqp`` module: PySpark 4.0 refuses to register a name over those
+    (``DATA_SOURCE_ALREADY_EXISTS``, measured), later versions replace it silently. Either
+    way the source is then there.
+    """
+    try:
+        spark.dataSource.register(AMQPDataSource)
+    except PySparkException as e:
+        if e.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise

@@ -73,6 +73,6 @@ def spark_schema() -> Any:
 
 def arrow_schema() -> Any:
     """The Arrow schema ``read()`` must yield record batches in (it must match exactly)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from amqp_spark.spark_api import to_arrow_schema_utc
 
-    return to_arrow_schema(spark_schema(), timezone="UTC")
+    return to_arrow_schema_utc(spark_schema())

@@ -65,15 +65,29 @@ ensure chromium "the management console's browser test" \
     bash scripts/install-apt-tool.sh "the console's browser test" chromium chromium
 
 # Three jobs at once, since most of their time is waiting (Spark triggers, broker round trips,
-# node start-ups) rather than CPU: the Spark tests (one JVM) in one pytest, every other test
-# in another, and the clients' own upstream suites (aiormq 6.9.3, aio-pika 9.6.0) against the
-# bundled broker once that pytest is done, compared with the tests that passed on RabbitMQ 4
-# (tests/peer/rabbitmq4-passed.txt, written by scripts/peer-suites.sh --write-baseline): a test
-# that passes there and fails here fails CI. Each job writes a log, printed when all are done.
+# node and JVM start-ups) rather than CPU. Each writes a log, printed when all are done.
+#  1. the Spark tests on the local session (one JVM), but the clusters';
+#  2. every other test, then the clients' own upstream suites (aiormq 6.9.3, aio-pika 9.6.0)
+#     against the bundled broker, compared with the tests that passed on RabbitMQ 4
+#     (tests/peer/rabbitmq4-passed.txt, written by scripts/peer-suites.sh --write-baseline): a
+#     test that passes there and fails here fails CI;
+#  3. the connector's behaviour tests on the older PySparks it supports (4.0, 4.1, 4.2; .venv
+#     has the newest: scripts/test-pyspark-versions.sh), each in a venv of its own built or
+#     found in its cache by scripts/pyspark-venvs.sh, then the tests that start clusters (a
+#     three-node RabbitMQ 4, tests/cluster; a standalone Spark, tests/spark_cluster).
 logs=$(mktemp -d)
-step "pytest -m spark $* | pytest -m 'not spark' $*, then the peer suites (logs: $logs)"
-"$bin/python" -m pytest -m spark --durations=15 "$@" >"$logs/spark.log" 2>&1 &
+clusters=(tests/cluster tests/spark_cluster)
+step "3 jobs: pytest -m spark $* | pytest -m 'not spark' $*, peer suites | older PySparks, clusters (logs: $logs)"
+"$bin/python" -m pytest -m spark --durations=15 "${clusters[@]/#/--ignore=}" "$@" \
+    >"$logs/spark.log" 2>&1 &
 spark_job=$!
+{
+    bash scripts/test-pyspark-versions.sh "$@" || echo "$?" >"$logs/versions.rc"
+    rc=0
+    "$bin/python" -m pytest -m spark --durations=10 "${clusters[@]}" "$@" || rc=$?
+    echo "$rc" >"$logs/clusters.rc"
+} >"$logs/versions.log" 2>&1 &
+versions_job=$!
 {
     rc=0
     "$bin/python" -m pytest -m "not spark" --durations=15 "$@" || rc=$?
@@ -82,8 +96,10 @@ spark_job=$!
 } >"$logs/other.log" 2>&1
 spark_rc=0
 wait "$spark_job" || spark_rc=$?
+wait "$versions_job" || true
 other_rc=$(cat "$logs/other.rc")
-cat "$logs/other.log" "$logs/spark.log"
+clusters_rc=$(cat "$logs/clusters.rc" 2>/dev/null || echo 1)
+cat "$logs/other.log" "$logs/versions.log" "$logs/spark.log"
 
 pytest_failed() { # NAME RC [OTHER_RC]: exit code 5 (nothing collected) is fine for one half
     case $2 in
@@ -94,6 +110,8 @@ pytest_failed() { # NAME RC [OTHER_RC]: exit code 5 (nothing collected) is fine 
 }
 pytest_failed "pytest -m 'not spark'" "$other_rc" "$spark_rc"
 pytest_failed "pytest -m spark" "$spark_rc" 0
+pytest_failed "pytest -m spark ${clusters[*]}" "$clusters_rc" 0
+[ ! -e "$logs/versions.rc" ] || failed+=("the older PySparks (scripts/test-pyspark-versions.sh)")
 [ ! -e "$logs/peer.rc" ] || failed+=("peer suites (bundled broker vs RabbitMQ 4 baseline)")
 
 if [ "${#failed[@]}" -gt 0 ]; then

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter
+    from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamWriter
 
 
 def make_batch_writer(options: Mapping[str, str], schema: Any) -> DataSourceArrowWriter:
@@ -23,7 +23,7 @@ def make_batch_writer(options: Mapping[str, str], schema: Any) -> DataSourceArro
     return AMQPBatchWriter(options, schema)
 
 
-def make_stream_writer(options: Mapping[str, str], schema: Any) -> DataSourceStreamArrowWriter:
+def make_stream_writer(options: Mapping[str, str], schema: Any) -> DataSourceStreamWriter:
     """The writer of ``df.writeStream``; ``schema`` is the DataFrame's ``StructType``."""
     from .writers import AMQPStreamWriter
 

@@ -18,27 +18,37 @@ ends the run with SIGTERM to the runner only after writing the batch to the comm
 (measured: ``commits/<N>`` is written before the signal). So with the ``checkpointLocation``
 option, the SIGTERM handler looks the batch up in the query's checkpoint and acks it iff it
 was committed, before closing the connection; a failed run acks nothing.
+
+A Spark without admission control (PySpark 4.0, 4.1; see ``queue_stream``) runs AvailableNow
+queries that way too, and does not say which trigger runs: there every batch may be the
+run's last, so the option is needed for every stream, and the end of the run (SIGTERM, or
+``stop()``, which these call) acks the last batch iff it was committed. The run's first
+batch waits for what the queues hold, as a once run's does. Where the option is given with
+any trigger of any Spark, the end of the run acks the last batch so, rather than leaving it
+to the broker to deliver again to the next run.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 
 from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
 from amqp_spark.source.checkpoint import latest_batch_committed_at
 from amqp_spark.source.classic import ClassicConsumers
-from amqp_spark.source.limits import NO_ROW_LIMIT, Limits
+from amqp_spark.source.limits import NO_ROW_LIMIT
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, split_rows
 from amqp_spark.source.queue_stream import QueueStream
+from amqp_spark.spark_api import PYSPARK_VERSION, ReadAllAvailable, ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
 
@@ -51,47 +61,79 @@ ONCE_NEEDS_CHECKPOINT = (
     "every run. Or use trigger(availableNow=True): it reads the same backlog and acks it."
 )
 
+NO_ADMISSION_CONTROL_NEEDS_CHECKPOINT = (
+    "amqp source: on PySpark {version}, a stream of classic or quorum queues needs the "
+    "source option 'checkpointLocation' set to the query's checkpoint directory (the path "
+    "given to writeStream.option('checkpointLocation', ...)): PySpark before 4.2 does not "
+    "tell the source which trigger runs, and ends an AvailableNow or once run without "
+    "calling the source after its only batch, so the source acks the last batch of a run "
+    "when the run ends, once it finds it committed there. Without it those messages would "
+    "be requeued and read again by the next run. PySpark 4.2 and later need it for "
+    "trigger(once=True) only."
+)
+
 
 class ClassicQueueStream(QueueStream[ClassicConsumers]):
     """``readStream`` of queues with ``queueType`` 'classic' or 'quorum', or of ``exchange``."""
 
     def __init__(self, options: SourceOptions) -> None:
         super().__init__(options)
-        #: A once run: the query's checkpoint and the end of its batch.
-        self._once: tuple[Path, dict[str, Any]] | None = None
+        #: The query's checkpoint and the end of a batch that may be the run's last with no
+        #: call to the source after it: acked at the end of the run iff Spark committed it.
+        self._ack_at_end: tuple[Path, dict[str, Any]] | None = None
 
     def _new_state(self) -> ClassicConsumers:
         return ClassicConsumers(self.options)
 
-    def initialOffset(self) -> dict[str, Any]:
+    def _initial(self) -> dict[str, Any]:
         return self._runner_state().start_offset().to_dict()
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True
         self._runner_state().limit_to_current_depth()
 
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def _latest(
+        self, start: dict[str, Any], limit: ReadLimit | None, opening: bool
+    ) -> dict[str, Any]:
         consumers = self._runner_state()
         begin = ClassicOffset.from_dict(start)
-        if isinstance(limit, ReadAllAvailable):  # only trigger(once=True) passes this
-            return self._plan_once(consumers, begin)
+        once = isinstance(limit, ReadAllAvailable)  # only trigger(once=True) passes this
+        # Batches after which the run may end with no call to the source need the query's
+        # checkpoint: once runs', and every batch where Spark passes no limit (see the module
+        # docstring). Given, it serves every run: the last batch before a stop is acked too.
+        if once or limit is None:
+            checkpoint: Path | None = self._checkpoint_for_last_batch(once)
+        else:
+            checkpoint = self._query_checkpoint
         consumers.ack_through(begin)  # every batch up to `start` is in Spark's commit log
         limits = self.options.limits.for_batch(limit)
-        end = consumers.latest(begin, limits, wait=self._available_now)
+        whole_run = once or opening  # the batch may be all the run reads
+        if whole_run and limits.max_rows is None:
+            limits = replace(limits, max_rows=NO_ROW_LIMIT)  # all the windows hold
+        end = consumers.latest(begin, limits, wait=self._available_now or whole_run)
         rows = sum(tag - begin.tag(q, end.connection) for q, tag in end.tags.items())
-        return (end if self._admits(limit, rows) else begin).to_dict()
+        if not self._admits(limit, rows, opening):
+            return begin.to_dict()
+        if checkpoint is not None and rows:
+            self._ack_at_end = (checkpoint, end.to_dict())
+        return end.to_dict()
 
-    def _plan_once(self, consumers: ClassicConsumers, begin: ClassicOffset) -> dict[str, Any]:
-        """The only batch of a once run: everything that arrives (up to the window the
-        driver may hold), remembered so that ``stop`` can ack it once Spark committed it."""
-        checkpoint = self.options.query_checkpoint()
+    @functools.cached_property
+    def _query_checkpoint(self) -> Path | None:
+        """The ``checkpointLocation`` option, checked once (``latestOffset`` must be cheap)."""
+        return self.options.query_checkpoint()
+
+    def _checkpoint_for_last_batch(self, once: bool) -> Path:
+        """The query's checkpoint, where the end of the run finds whether its last batch
+        was committed (see the module docstring)."""
+        checkpoint = self._query_checkpoint
         if checkpoint is None:
-            raise RuntimeError(ONCE_NEEDS_CHECKPOINT)
-        consumers.ack_through(begin)  # a no-op unless the batch before is of this connection
-        everything = Limits(max_rows=NO_ROW_LIMIT)  # all the windows hold
-        end = consumers.latest(begin, everything, wait=True).to_dict()
-        self._once = (checkpoint, end)
-        return end
+            raise RuntimeError(
+                ONCE_NEEDS_CHECKPOINT
+                if once
+                else NO_ADMISSION_CONTROL_NEEDS_CHECKPOINT.format(version=PYSPARK_VERSION)
+            )
+        return checkpoint
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: per queue the messages ready
@@ -106,7 +148,7 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
             "redelivered": state.redelivered(),
         }
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+    def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         consumers = self._runner_state()
         segments = consumers.batch(ClassicOffset.from_dict(start), ClassicOffset.from_dict(end))
         counts: dict[str, int] = {}
@@ -128,22 +170,23 @@ class ClassicQueueStream(QueueStream[ClassicConsumers]):
             self._state.ack_through(ClassicOffset.from_dict(end))
 
     def stop(self) -> None:
-        """Close the connection; a once run first acks its batch if Spark committed it (see
-        the module docstring)."""
-        if self._state is not None and self._once is not None:
-            self._ack_once_batch(self._state, *self._once)
+        """Close the connection; first ack the run's last batch if it may have had no call
+        after it and Spark committed it (see the module docstring)."""
+        if self._state is not None and self._ack_at_end is not None:
+            last, self._ack_at_end = self._ack_at_end, None  # stop() may come twice
+            self._ack_last_batch(self._state, *last)
         super().stop()
 
     @staticmethod
-    def _ack_once_batch(consumers: ClassicConsumers, checkpoint: Path, end: dict[str, Any]) -> None:
+    def _ack_last_batch(consumers: ClassicConsumers, checkpoint: Path, end: dict[str, Any]) -> None:
         try:
             committed = latest_batch_committed_at(checkpoint, end)
         except OSError as e:  # unreadable: left unacked, the broker requeues (at-least-once)
-            log.warning("amqp source: once run: cannot read the checkpoint %s: %s", checkpoint, e)
+            log.warning("amqp source: run end: cannot read the checkpoint %s: %s", checkpoint, e)
             return
         if committed:
             consumers.ack_through(ClassicOffset.from_dict(end))
         log.info(
-            "amqp source: once run ends; its batch %s",
+            "amqp source: run ends; its last batch %s",
             "was committed: acked" if committed else "was not committed: left to the broker",
         )

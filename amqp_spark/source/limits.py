@@ -1,21 +1,17 @@
 """How much one micro-batch may take: Spark's admission control and the source's options.
 
-Spark passes ``latestOffset`` one ``ReadLimit`` per batch (4.2+: ``ReadAllAvailable``,
-``ReadMaxRows``, ``ReadMaxBytes``, ...; custom limit classes are refused). The source turns
-it, with the ``maxMessagesPerTrigger`` and ``maxBytesPerTrigger`` options, into
-:class:`Limits`, which the classic-queue consumers and the stream tails apply.
+Spark with admission control (4.2+) passes ``latestOffset`` one ``ReadLimit`` per batch
+(``ReadAllAvailable``, ``ReadMaxRows``, ``ReadMaxBytes``, ...; custom limit classes are
+refused); older Spark passes none. The source turns it, with the ``maxMessagesPerTrigger``
+and ``maxBytesPerTrigger`` options, into :class:`Limits`, which the classic-queue consumers
+and the stream tails apply.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    ReadMaxRows,
-)
+from amqp_spark.spark_api import ReadAllAvailable, ReadLimit, ReadMaxBytes, ReadMaxRows
 
 #: The row limit standing for "none" (a Java long): see ``default_read_limit``.
 NO_ROW_LIMIT = 2**63 - 1
@@ -36,10 +32,12 @@ class Limits:
             return ReadMaxBytes(self.max_bytes)
         return ReadMaxRows(self.max_rows or NO_ROW_LIMIT)
 
-    def for_batch(self, limit: ReadLimit) -> Limits:
+    def for_batch(self, limit: ReadLimit | None) -> Limits:
         """Spark's limit for this batch combined with these option limits (Spark passes one
         limit only; the other option still applies). ReadAllAvailable (once runs) lifts
-        both."""
+        both; no limit (Spark without admission control) leaves the options'."""
+        if limit is None:
+            return self
         if isinstance(limit, ReadAllAvailable):
             return Limits()
         rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None

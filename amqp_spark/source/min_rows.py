@@ -3,12 +3,14 @@
 messages are there or until that long has passed since the last batch, whichever comes
 first.
 
-Spark hands the minimum to ``latestOffset`` as ``ReadMinRows`` (``getDefaultReadLimit``
-returns it); the delay has no ``ReadLimit`` in PySpark 4.3, so the source keeps the time of
-its last batch itself. A batch that must wait is one whose end is its start: Spark then plans
-none and asks again at the next trigger. AvailableNow and once runs read everything there is
-(a minimum would end an AvailableNow run early, since it ends when ``latestOffset`` returns
-its start).
+Spark with admission control (4.2+) hands the minimum to ``latestOffset`` as
+``ReadMinRows`` (``getDefaultReadLimit`` returns it); older Spark hands nothing, and the
+source takes the option itself. The delay has no ``ReadLimit`` in PySpark 4.3, so the source
+keeps the time of its last batch itself. A batch that must wait is one whose end is its
+start: Spark then plans none and asks again at the next trigger. AvailableNow and once runs
+read everything there is (a minimum would end an AvailableNow run early, since it ends when
+``latestOffset`` returns its start). Without admission control the source cannot tell those
+runs apart, so a run's first batch is never held back (see ``queue_stream``).
 """
 
 from __future__ import annotations

@@ -349,14 +349,16 @@ class SourceOptions:
     checkpoint_location: Path | None = option(
         "checkpointLocation",
         CHECKPOINT_LOCATION,
-        doc="classic queues with `trigger(once=True)` only: the query's checkpoint directory "
-        "(see below)",
+        doc="classic queues: the query's checkpoint directory, needed by `trigger(once=True)` "
+        "and, on PySpark 4.0 and 4.1, by every stream (see below)",
         details="the query's checkpoint directory, the same path as "
         '`writeStream.option("checkpointLocation", ...)`: a local path or a `file:` URI '
         "(`file:///data/ck`); other schemes are refused at `load()`. Needed by "
-        "`trigger(once=True)` on classic queues (see Triggers), where the first batch fails "
-        "if it is missing or names no query checkpoint (a `metadata` file in it). Parsed and "
-        "unused with stream queues and other triggers.",
+        "`trigger(once=True)` on classic queues (see Triggers), and on PySpark 4.0 and 4.1 by "
+        "every classic-queue stream (docs/pyspark-versions.md), where the first batch fails "
+        "if it is missing or names no query checkpoint (a `metadata` file in it). With other "
+        "triggers, where given, the end of a run acks its last committed batch. Unused with "
+        "stream queues.",
     )
     super_stream: str | None = option(
         "superStream",

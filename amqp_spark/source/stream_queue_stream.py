@@ -13,12 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.streaming.datasource import ReadLimit
 
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.queue_stream import QueueStream
 from amqp_spark.source.streams import StreamTails, plan_ranges, read_range
+from amqp_spark.spark_api import ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
 
@@ -29,19 +29,21 @@ class StreamQueueStream(QueueStream[StreamTails]):
     def _new_state(self) -> StreamTails:
         return StreamTails(self.options)
 
-    def initialOffset(self) -> dict[str, Any]:
+    def _initial(self) -> dict[str, Any]:
         return self._runner_state().initial().to_dict()
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True
         self._runner_state().limit_to_current_end()
 
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def _latest(
+        self, start: dict[str, Any], limit: ReadLimit | None, opening: bool
+    ) -> dict[str, Any]:
         limits = self.options.limits.for_batch(limit)
         begin = StreamOffset.from_dict(start)
         end = self._runner_state().latest(begin, limits)
         rows = sum(end[q] - begin.positions.get(q, end[q]) for q in end.positions)
-        return (end if self._admits(limit, rows) else begin).to_dict()
+        return (end if self._admits(limit, rows, opening) else begin).to_dict()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: where each queue ends as
@@ -50,7 +52,7 @@ class StreamQueueStream(QueueStream[StreamTails]):
             return None
         return {"kind": "stream", "queues": self._state.report()}
 
-    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+    def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """The batch's ranges. Whether retention removed some of them is found by the
         executors that read them (see :mod:`~amqp_spark.source.data_loss`), not here."""
         tails = self._runner_state()  # a batch replanned after a restart comes first

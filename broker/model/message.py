@@ -95,6 +95,19 @@ class Message:
             self._envelope = encode_envelope(self.exchange, self.routing_key)
         return self._envelope
 
+    def set_properties(self, properties: Any) -> None:
+        """Give a fresh copy of a message (not yet routed) new ``properties``: its content
+        header is encoded anew on first delivery."""
+        self.properties = properties
+        self._header = None
+
+    def readdress(self, exchange: str, routing_key: str) -> None:
+        """Give a fresh copy of a message (not yet routed) a new exchange and routing key:
+        its envelope is encoded anew on first delivery."""
+        self.exchange = exchange
+        self.routing_key = routing_key
+        self._envelope = None
+
     @property
     def persistent(self) -> bool:
         return self.properties.delivery_mode == 2
@@ -195,14 +208,13 @@ def with_headers(message: Message, headers: dict[str, Any], *, replace: bool = F
             message.routing_key,
             type(props)(**fields),
             message.body,
-            envelope=message._envelope,
+            envelope=message.envelope,
             blind_keys=message.blind_keys,
         )
         changed.msg_id = message.msg_id
         return changed
     changed = copy.copy(message)
-    changed.properties = type(props)(**fields)
-    changed._header = None
+    changed.set_properties(type(props)(**fields))
     return changed
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .queues import Queue, QueueStore, SpillQueue
+from .queues import Queue, QueueStore
+from .ready_messages import SpillQueue
 
 if TYPE_CHECKING:
     from .exchanges import Exchange

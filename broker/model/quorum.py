@@ -32,7 +32,8 @@ from amqp_protocol import errors
 from amqp_protocol.values import Long
 
 from .message import Message, QueuedMessage, with_headers
-from .queues import Consumer, Queue, QueueSettings, int_arg
+from .queue_arguments import QueueSettings, int_arg
+from .queues import Consumer, Queue
 
 #: Known queue arguments a quorum queue refuses (classic-only and stream arguments).
 _REFUSED_ARGS = frozenset(

@@ -25,10 +25,11 @@ from amqp_protocol.handshake import Handshake
 
 from ..access import Access
 from ..config import BrokerConfig
-from ..model.message import Message, QueuedMessage
+from ..model.message import QueuedMessage
 from ..model.queues import Consumer, Queue
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
+from .connection_output import ConnectionOutput
 
 if TYPE_CHECKING:
     from .connection_view import ConnectionSnapshot
@@ -111,8 +112,9 @@ class Connection(Protocol):
     @property
     def spec(self) -> Spec: ...
 
+    #: what it sends, and its flow control: ``send_delivery``, ``writable``, ``cancel_content``
     @property
-    def writable(self) -> bool: ...
+    def output(self) -> ConnectionOutput: ...
 
     def send_method(self, channel: int, method: Method) -> None: ...
 
@@ -124,17 +126,6 @@ class Connection(Protocol):
         body: bytes,
         delivery_tag: int | None = None,
     ) -> None: ...
-
-    def send_delivery(
-        self,
-        channel: int,
-        consumer_tag: bytes,
-        delivery_tag: int,
-        redelivered: bool,
-        message: Message,
-    ) -> None: ...
-
-    def cancel_content(self, channel: int, delivery_tag: int) -> None: ...
 
     def handle_request(
         self, received: events.MethodReceived | events.ContentReceived, respond: Respond

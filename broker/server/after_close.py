@@ -1,4 +1,5 @@
-"""A connection after its connection.close-ok: read and discard until the client closes.
+"""A connection after its connection.close-ok: read and discard until the client closes;
+and the report of a socket closed before a close handshake finished.
 
 A client may still be writing when its connection.close goes out (a client that sends the
 close on channel 0 ahead of a channel's write buffer: Node's amqplib). RabbitMQ 4.0.5
@@ -19,9 +20,13 @@ guarded: tests/broker/test_attribute_layout.py); this protocol takes the transpo
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Protocol
 
+from amqp_protocol import Connection
 from amqp_protocol.frames import FRAME_OVERHEAD
+
+log = logging.getLogger("broker.connection")
 
 #: RabbitMQ's bound in seconds (``?CLOSING_TIMEOUT`` of rabbit_reader).
 CLOSING_TIMEOUT = 30
@@ -104,3 +109,19 @@ def discard_until_closed(
     discard.data_received(unread)
     if not transport.is_closing():
         transport.resume_reading()
+
+
+def report_unanswered_close(proto: Connection, peer: str) -> None:
+    """Rules connection.close-ok:reporting and channel.close-ok:reporting: a socket (of
+    ``peer``, read by ``proto``) that closed while we waited for a close-ok is logged as an
+    error."""
+    if proto.closing and not proto.closed:
+        log.warning("connection %s: socket closed before connection.close-ok", peer)
+        return
+    for channel_id in sorted(proto.open_channels):
+        if proto.channel_closing(channel_id):
+            log.warning(
+                "connection %s: socket closed before channel.close-ok on channel %d",
+                peer,
+                channel_id,
+            )

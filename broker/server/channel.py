@@ -1,7 +1,9 @@
-"""One AMQP channel on the server: the exchange, queue, basic, confirm and tx methods.
+"""One AMQP channel on the server: its state, the exchange and queue operations, the basic,
+confirm and tx methods.
 
 Methods are dispatched by name through the handlers of the connection's dialect
-(``dialect.py``), which build on ``CORE_HANDLERS`` and on the channel's public operations
+(``dialect.py``), which build on ``CORE_HANDLERS`` (``core_handlers.py``: the exchange and
+queue methods are answered there) and on the channel's public operations
 (``abc.Channel``). Handlers raise ``AMQPError``s (the model raises RabbitMQ's errors); the
 connection turns a soft one into channel.close and a hard one into connection.close, naming
 the culprit method.
@@ -10,13 +12,11 @@ the culprit method.
 from __future__ import annotations
 
 import base64
-import bisect
 import contextlib
 import itertools
 import os
-from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 from amqp_protocol import Method, errors
 from amqp_protocol.generated.any_version import (
@@ -35,15 +35,8 @@ from amqp_protocol.generated.any_version import (
     ChannelCloseOk,
     ChannelFlow,
     ConfirmSelect,
-    ExchangeBind,
     ExchangeDeclare,
-    ExchangeDelete,
-    ExchangeUnbind,
-    QueueBind,
     QueueDeclare,
-    QueueDelete,
-    QueuePurge,
-    QueueUnbind,
     TxCommit,
     TxRollback,
     TxSelect,
@@ -52,14 +45,13 @@ from amqp_protocol.values import encode_shortstr
 
 from ..model.exchanges import Exchange, check_sender_selected, without_bcc
 from ..model.message import Message, QueuedMessage, validate_expiration
-from ..model.queues import Consumer, Queue, consumer_priority
+from ..model.queue_arguments import consumer_priority
+from ..model.queues import Consumer, Queue
 from ..model.stats import MessageStats
 from .abc import Connection, Unacked
-from .dialect import ChannelHandler, ContentHandler, Dialect
-
-
-def _sequence(confirm: tuple[int, bool]) -> int:
-    return confirm[0]
+from .dialect import Dialect
+from .publisher_confirms import PublisherConfirms
+from .transactions import Transaction
 
 
 def _generated_tag(prefix: str) -> str:
@@ -81,18 +73,10 @@ class ServerChannel:
         self.prefetch = 0  #: basic.qos global=false: the limit of consumers created from now on
         self.channel_prefetch = 0  #: basic.qos global=true: shared by all consumers of the channel
         self.flow_active = True
-        self.confirming = False
-        self._publish_seq = 0
-        self._confirms: list[tuple[int, bool]] = []
-        #: Publishes whose confirms wait for the store's journal, in order; the confirms
-        #: from the first of them on are held back.
-        self._journal_waiting: deque[int] = deque()
-        #: Queues that buffer publishes (streams), flushed before confirms go out.
-        self._unflushed: set[Queue] = set()
-        self.transactional = False
-        #: (exchange, message, mandatory, headers as published: they route)
-        self._tx_publishes: list[tuple[Exchange, Message, bool, dict[str, Any]]] = []
-        self._tx_settles: list[tuple[str, int, Unacked]] = []
+        #: publisher confirms, once confirm.select made the channel confirm
+        self.confirms: PublisherConfirms | None = None
+        #: the open transaction, once tx.select made the channel transactional
+        self.tx: Transaction | None = None
         self.last_queue: str | None = None
         self.closed = False
         self.stats = MessageStats()
@@ -106,6 +90,14 @@ class ServerChannel:
         self._alternates_chain = dialect.alternates_chain
         self.dialect_state = dialect.channel_state()
 
+    @property
+    def confirming(self) -> bool:
+        return self.confirms is not None
+
+    @property
+    def transactional(self) -> bool:
+        return self.tx is not None
+
     def send(self, method: Method) -> None:
         self.conn.send_method(self.id, method)
 
@@ -115,7 +107,7 @@ class ServerChannel:
     # -- DeliverySink -------------------------------------------------------------------------
 
     def can_deliver(self, consumer: Consumer) -> bool:
-        if not (self.flow_active and self.conn.writable):
+        if not (self.flow_active and self.conn.output.writable):
             return False
         if consumer.no_ack:
             return True
@@ -167,7 +159,7 @@ class ServerChannel:
 
     def deliver(self, consumer: Consumer, queue: Queue, entry: QueuedMessage) -> None:
         tag = self.track_delivery(consumer, queue, entry)
-        self.conn.send_delivery(
+        self.conn.output.send_delivery(
             self.id, self._tag_bytes[consumer], tag, entry.redelivered, queue.as_delivered(entry)
         )
 
@@ -213,8 +205,7 @@ class ServerChannel:
             consumer.queue.remove_consumer(consumer)
         self.consumers.clear()
         # Settlements of an uncommitted transaction never happened.
-        held = [item for _, _, item in self._tx_settles]
-        self._tx_settles.clear()
+        held = [] if self.tx is None else self.tx.drop_settles()
         self._requeue([*self.unacked.values(), *held])
         self.unacked.clear()
         self.conn.stats.add(self.stats)
@@ -240,9 +231,6 @@ class ServerChannel:
 
     # -- exchange -----------------------------------------------------------------------------
 
-    def _exchange_declare(self, m: ExchangeDeclare) -> None:
-        self.declare_exchange(m, durable=m.durable, auto_delete=m.auto_delete)
-
     def declare_exchange(self, m: ExchangeDeclare, *, durable: bool, auto_delete: bool) -> None:
         """exchange.declare, the exchange durable and auto-deleted as ``durable`` and
         ``auto_delete`` say (0-9 keeps an existing exchange's)."""
@@ -258,28 +246,9 @@ class ServerChannel:
         if not m.no_wait:
             self.send(self._m("exchange.declare-ok")())
 
-    def _exchange_delete(self, m: ExchangeDelete) -> None:
-        self.vhost.delete_exchange(m.exchange, if_unused=m.if_unused)
-        if not m.no_wait:
-            self.send(self._m("exchange.delete-ok")())
-
-    def _exchange_bind(self, m: ExchangeBind) -> None:
-        self.vhost.exchange(m.source)  # a missing source is named first, as RabbitMQ does
-        destination = self.vhost.exchange(m.destination)
-        self.vhost.bind(destination, m.source, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self.send(self._m("exchange.bind-ok")())
-
-    def _exchange_unbind(self, m: ExchangeUnbind) -> None:
-        with self._unbinding():
-            destination = self.vhost.exchange(m.destination)
-            self.vhost.unbind(destination, m.source, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self.send(self._m("exchange.unbind-ok")())
-
     # -- queue --------------------------------------------------------------------------------
 
-    def _queue_name(self, name: str) -> str:
+    def queue_name(self, name: str) -> str:
         """The name of the queue a method names; "" means the last declared on this channel."""
         if name:
             return name
@@ -289,16 +258,7 @@ class ServerChannel:
 
     def queue_named(self, name: str) -> Queue:
         """The queue a method names; "" means the queue last declared on this channel."""
-        return self.vhost.queue(self._queue_name(name), self.conn)
-
-    def _queue_declare(self, m: QueueDeclare) -> None:
-        q = self.declare_queue(m, durable=m.durable, auto_delete=m.auto_delete)
-        if not m.no_wait:
-            self.send(
-                self._m("queue.declare-ok")(
-                    queue=q.name, message_count=q.message_count, consumer_count=q.consumer_count
-                )
-            )
+        return self.vhost.queue(self.queue_name(name), self.conn)
 
     def declare_queue(self, m: QueueDeclare, *, durable: bool, auto_delete: bool) -> Queue:
         """queue.declare, without its reply, the queue durable and auto-deleted as
@@ -317,22 +277,8 @@ class ServerChannel:
         self.last_queue = q.name
         return q
 
-    def _queue_bind(self, m: QueueBind) -> None:
-        self.vhost.exchange(m.exchange)  # a missing source is named first, as RabbitMQ does
-        q = self.queue_named(m.queue)
-        self.vhost.bind(q, m.exchange, m.routing_key, m.arguments)
-        if not m.no_wait:
-            self.send(self._m("queue.bind-ok")())
-
-    def _queue_unbind(self, m: QueueUnbind) -> None:
-        name = self._queue_name(m.queue)
-        with self._unbinding():
-            q = self.vhost.queue(name, self.conn)
-            self.vhost.unbind(q, m.exchange, m.routing_key, m.arguments)
-        self.send(self._m("queue.unbind-ok")())
-
     @contextlib.contextmanager
-    def _unbinding(self) -> Iterator[None]:
+    def unbinding(self) -> Iterator[None]:
         """In 0-9-1 (``Dialect.unbind_missing_is_ok``) an unbind whose queue or exchange is
         missing is answered unbind-ok, as RabbitMQ 4 does (measured on 4.0.5: after an
         auto-delete queue or exchange went, as aio-pika's RPC pattern and its
@@ -343,19 +289,6 @@ class ServerChannel:
         except errors.NotFound:
             if not self.dialect.unbind_missing_is_ok:
                 raise
-
-    def _queue_purge(self, m: QueuePurge) -> None:
-        count = self.queue_named(m.queue).purge()
-        if not m.no_wait:
-            self.send(self._m("queue.purge-ok")(message_count=count))
-
-    def _queue_delete(self, m: QueueDelete) -> None:
-        name = m.queue or self.last_queue or ""
-        count = self.vhost.delete_queue_named(
-            name, self.conn, if_unused=m.if_unused, if_empty=m.if_empty
-        )
-        if not m.no_wait:
-            self.send(self._m("queue.delete-ok")(message_count=count))
 
     # -- basic: consuming ---------------------------------------------------------------------
 
@@ -481,8 +414,8 @@ class ServerChannel:
 
     def settle_or_hold(self, action: str, tag: int, multiple: bool) -> None:
         taken = self.take_unacked(tag, multiple)
-        if self.transactional:
-            self._tx_settles.extend((action, t, item) for t, item in taken)
+        if self.tx is not None:
+            self.tx.hold_settles(action, taken)
         else:
             self.settle(action, [item for _, item in taken])
 
@@ -533,8 +466,8 @@ class ServerChannel:
             headers = {}
         message = Message(m.exchange, m.routing_key, properties, body, blind_keys=blind_keys)
         self.conn.published(len(body))
-        if self.transactional:
-            self._tx_publishes.append((exchange, message, m.mandatory, headers))
+        if self.tx is not None:
+            self.tx.publishes.append((exchange, message, m.mandatory, headers))
         else:
             self._enqueue(exchange, message, m.mandatory, headers)
 
@@ -545,6 +478,7 @@ class ServerChannel:
         the message."""
         queues = self.vhost.route(exchange, message.routing_key, headers, self._alternates_chain)
         accepted, journaled = True, False
+        confirms = self.confirms
         self.stats.publish += 1
         exchange.stats.publish_in += 1
         if not queues:
@@ -557,103 +491,60 @@ class ServerChannel:
                 )
                 self.conn.send_content(self.id, returned, message.properties, message.body)
         else:
-            token = (self, self._publish_seq + 1) if self.confirming else None
+            token = None if confirms is None else (confirms, confirms.next_seq)
             journaled = self.vhost.store.message_routed(message, queues, token)
             exchange.stats.publish_out += 1
             for q in queues:
                 q.stats.publish += 1
                 if not q.publish(message):
                     accepted = False
-                if q.buffers_publishes and self.confirming:
-                    self._unflushed.add(q)
-        if self.confirming:
-            self._publish_seq += 1
-            if journaled:
-                self._journal_waiting.append(self._publish_seq)
-            if not self._confirms:
-                self.conn.confirms_pending(self)
-            self._confirms.append((self._publish_seq, accepted))
+                if q.buffers_publishes and confirms is not None:
+                    confirms.buffered_by(q)
+        if confirms is not None:
+            confirms.published(accepted, journaled)
         return journaled
 
-    def journal_done(self, sequence_numbers: list[int], ok: bool) -> None:
-        """The store wrote (or failed to write) these publishes: their confirms may go,
-        as nacks if it failed."""
-        if self.closed:
-            return
-        done = set(sequence_numbers)
-        waiting = self._journal_waiting
-        while waiting and waiting[0] in done:
-            waiting.popleft()
-        if not ok:
-            self._confirms = [(seq, good and seq not in done) for seq, good in self._confirms]
-        self.flush_confirms()
-
     def flush_confirms(self) -> None:
-        """Send the confirms collected while reading: runs of acks as one multiple ack.
-        Buffering queues are flushed first; confirms still waiting for the journal stay.
-        None once the channel is closed (see ``teardown``)."""
-        if self.closed:
-            return
-        for q in self._unflushed:
-            q.flush()
-        self._unflushed.clear()
-        held = len(self._confirms)
-        if self._journal_waiting:
-            held = bisect.bisect_left(self._confirms, self._journal_waiting[0], key=_sequence)
-        confirms, self._confirms = self._confirms[:held], self._confirms[held:]
-        if not confirms:
-            return  # and 0-9, which has no basic.nack, never looks one up
-        self.stats.confirm += len(confirms)
-        ack, nack = self._m("basic.ack"), self._m("basic.nack")
-        run_start: int | None = None
-        last = 0
-        for seq, ok in confirms:
-            if ok:
-                if run_start is None:
-                    run_start = seq
-                last = seq
-                continue
-            if run_start is not None:
-                self.send(ack(delivery_tag=last, multiple=last > run_start))
-                run_start = None
-            self.send(nack(delivery_tag=seq, multiple=False, requeue=False))
-        if run_start is not None:
-            self.send(ack(delivery_tag=last, multiple=last > run_start))
+        """Send the confirms owed (``PublisherConfirms.flush``)."""
+        if self.confirms is not None:
+            self.confirms.flush()
 
     def _confirm_select(self, m: ConfirmSelect) -> None:
-        if self.transactional:
+        if self.tx is not None:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - cannot switch from tx to confirm mode"
             )
-        self.confirming = True
+        if self.confirms is None:
+            self.confirms = PublisherConfirms(self, self.stats)
         if not m.no_wait:
             self.send(self._m("confirm.select-ok")())
 
     # -- tx -----------------------------------------------------------------------------------
 
     def _tx_select(self, m: TxSelect) -> None:
-        if self.confirming:
+        if self.confirms is not None:
             raise errors.PreconditionFailed(
                 "PRECONDITION_FAILED - cannot switch from confirm to tx mode"
             )
-        self.transactional = True
+        if self.tx is None:
+            self.tx = Transaction()
         self.send(self._m("tx.select-ok")())
 
-    def require_tx(self) -> None:
-        if not self.transactional:
+    def _open_tx(self) -> Transaction:
+        if self.tx is None:
             raise errors.PreconditionFailed("PRECONDITION_FAILED - channel is not transactional")
+        return self.tx
+
+    def require_tx(self) -> None:
+        self._open_tx()
 
     def take_tx_requeues(self) -> list[Unacked]:
-        """The open transaction's requeues (nacks and rejects with requeue), taken out of it:
-        0-9 requeues them elsewhere at commit."""
-        requeued = [item for action, _, item in self._tx_settles if action == "requeue"]
-        self._tx_settles = [s for s in self._tx_settles if s[0] != "requeue"]
-        return requeued
+        """The open transaction's requeues, taken out of it: 0-9 requeues them elsewhere at
+        commit."""
+        return self._open_tx().take_requeues()
 
     def _tx_commit(self, m: TxCommit) -> None:
-        self.require_tx()
-        publishes, self._tx_publishes = self._tx_publishes, []
-        settles, self._tx_settles = self._tx_settles, []
+        publishes, settles = self._open_tx().take()
         journaled = [self._enqueue(*publish) for publish in publishes]
         for action, _, item in settles:
             self.settle(action, [item])
@@ -662,47 +553,5 @@ class ServerChannel:
         self.send(self._m("tx.commit-ok")())
 
     def _tx_rollback(self, m: TxRollback) -> None:
-        self.require_tx()
-        self._tx_publishes.clear()
-        # Rolled-back acks leave their deliveries unacknowledged, as before the ack.
-        self.unacked.update((tag, item) for _, tag, item in self._tx_settles)
-        self.unacked = dict(sorted(self.unacked.items()))
-        self._tx_settles.clear()
+        self.unacked = self._open_tx().roll_back(self.unacked)
         self.send(self._m("tx.rollback-ok")())
-
-
-_CORE_HANDLERS: dict[str, Callable[[ServerChannel, Any], None]] = {
-    "channel.close": ServerChannel._channel_close,
-    "channel.close-ok": ServerChannel._channel_close_ok,
-    "channel.flow": ServerChannel._channel_flow,
-    "channel.flow-ok": ServerChannel._ignore,
-    "exchange.declare": ServerChannel._exchange_declare,
-    "exchange.delete": ServerChannel._exchange_delete,
-    "exchange.bind": ServerChannel._exchange_bind,
-    "exchange.unbind": ServerChannel._exchange_unbind,
-    "queue.declare": ServerChannel._queue_declare,
-    "queue.bind": ServerChannel._queue_bind,
-    "queue.unbind": ServerChannel._queue_unbind,
-    "queue.purge": ServerChannel._queue_purge,
-    "queue.delete": ServerChannel._queue_delete,
-    "basic.qos": ServerChannel._basic_qos,
-    "basic.consume": ServerChannel._basic_consume,
-    "basic.cancel": ServerChannel._basic_cancel,
-    "basic.get": ServerChannel._basic_get,
-    "basic.ack": ServerChannel._basic_ack,
-    "basic.nack": ServerChannel._basic_nack,
-    "basic.reject": ServerChannel._basic_reject,
-    "basic.recover": ServerChannel._basic_recover,
-    "basic.recover-async": ServerChannel._basic_recover,
-    "confirm.select": ServerChannel._confirm_select,
-    "tx.select": ServerChannel._tx_select,
-    "tx.commit": ServerChannel._tx_commit,
-    "tx.rollback": ServerChannel._tx_rollback,
-}
-#: The channel methods every dialect starts from (0-9-1's, as RabbitMQ answers them), and its
-#: content-bearing ones. The core calls each handler with its ``ServerChannel``; a dialect's
-#: own handlers need only the public surface (``abc.Channel``), hence the one table type.
-CORE_HANDLERS = cast(dict[str, ChannelHandler], _CORE_HANDLERS)
-CORE_CONTENT_HANDLERS = cast(
-    dict[str, ContentHandler], {"basic.publish": ServerChannel.basic_publish}
-)

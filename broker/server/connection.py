@@ -1,10 +1,8 @@
 """One client connection: an asyncio Protocol feeding the sans-IO protocol layer.
 
-Output is collected per event-loop turn and written with one ``transport.write``. Reading
-stops (``pause_reading``) while the transport's write buffer is over its high watermark or
-while the broker's memory is over its watermark and this connection publishes: a peer that
-stops reading its socket holds at most ``write_buffer_high`` bytes of output, and whatever it
-publishes waits in its own socket (TCP flow control), as RabbitMQ's credit flow does.
+Its output, and when it stops reading, are its ``ConnectionOutput``'s
+(``connection_output.py``): output is collected per event-loop turn and written at once, and
+reading stops while the output or the broker's memory is over its watermark.
 
 Hostile input is bounded too: the handshake must finish within ``handshake_timeout``, a
 refused login is closed after ``auth_failure_delay``, the broker holds at most
@@ -17,13 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
 
 from amqp_protocol import Connection, Method, Properties, Spec, errors, events
-from amqp_protocol.frames import FRAME_OVERHEAD, deliver_frames
 from amqp_protocol.generated.any_version import (
     ConnectionClose,
     ConnectionCloseOk,
@@ -36,38 +32,21 @@ from amqp_protocol.handshake import Handshake, State
 
 from .. import tls
 from ..access import Access
-from ..auth import EXTERNAL, offered_mechanisms, parse_response
-from ..config import User
-from ..model.message import Message
+from ..auth import offered_mechanisms
 from ..model.stats import MessageStats
 from ..model.vhost import VirtualHost
-from ..version import __version__
 from .abc import Respond, Server
-from .after_close import discard_until_closed
+from .admission import admit, authenticate, server_properties
+from .after_close import discard_until_closed, report_unanswered_close
 from .channel import ServerChannel
-from .connection_view import ConnectionSnapshot, address
-from .content_pump import ContentPump
+from .connection_output import ConnectionOutput
+from .connection_view import ConnectionSnapshot, snapshot_of
 from .dialect import Dialect, Dialects
 
 log = logging.getLogger("broker.connection")
 
-_CAPABILITIES = {
-    name: True
-    for name in (
-        "publisher_confirms",
-        "exchange_exchange_bindings",
-        "basic.nack",
-        "consumer_cancel_notify",
-        "connection.blocked",
-        "consumer_priorities",
-        "per_consumer_qos",
-        "authentication_failure_close",
-        "direct_reply_to",
-    )
-}
 #: Seconds a peer has to answer our connection.close.
 CLOSE_TIMEOUT = 3.0
-_LOOPBACK_PREFIXES = ("127.", "::1", "::ffff:127.")
 
 
 _OPEN = State.OPEN
@@ -105,22 +84,16 @@ class AMQPConnection(asyncio.Protocol):
         #: when the socket was accepted (``time.time()``), for the management API
         self.connected_at = time.time()
         self.client_properties: dict[str, Any] = {}
-        self._out: list[bytes] = []
-        self._out_bytes = 0
-        self._flush_scheduled = False
-        self._write_paused = False
-        self._starved = False
-        self._memory_blocked = False
+        #: what it sends, and its flow control
+        self.output = ConnectionOutput(
+            self.loop, self.proto, server.config.write_buffer_high, self._redispatch
+        )
         self._publisher = False
         self._confirming: list[ServerChannel] = []
         #: the connection class's state machine (set with the dialect)
         self._handshake: Handshake | None = None
-        self._last_recv = self._last_send = self.loop.time()
+        self._last_recv = self.loop.time()
         self._timer: asyncio.TimerHandle | None = None
-        self._closed = False
-        #: contents sent frame by frame, cancellable by a reject (content_pump), in dialects
-        #: with ``cancellable_contents``
-        self._pump = ContentPump()
         # At most 29 attributes: CPython 3.11 keeps an instance's attributes as inline values
         # with keys shared by the class (loaded at fixed offsets) only up to 29 keys; a 30th
         # turns every connection's attributes into a dict, looked up on every access
@@ -156,26 +129,26 @@ class AMQPConnection(asyncio.Protocol):
     @property
     def closed(self) -> bool:
         """The socket is closed, or closing without a close handshake."""
-        return self._closed
+        return self.output.closed
 
     @property
     def memory_blocked(self) -> bool:
         """Reading is stopped: the broker is over its memory watermark and this connection
         publishes."""
-        return self._memory_blocked
+        return self.output.memory_blocked
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = self.output.transport = transport
         transport.set_write_buffer_limits(high=self.config.write_buffer_high)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         limit = self.server.connection_limit
         if len(self.server.connections) >= limit:
             self.server.refusals.refused(f"connection limit ({limit}) reached")
-            self._closed = True
+            self.output.closed = True
             transport.abort()
             return
         self.server.refusals.accepted()
@@ -184,8 +157,8 @@ class AMQPConnection(asyncio.Protocol):
         log.info("accepting AMQP connection %s", self.peer)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._closed = True
-        self._report_unanswered_close()
+        self.output.closed = True
+        report_unanswered_close(self.proto, self.peer)
         if self._timer is not None:
             self._timer.cancel()
         self._lose_channels()
@@ -197,20 +170,6 @@ class AMQPConnection(asyncio.Protocol):
         log.info(
             "closed AMQP connection %s (user %s)%s", self.peer, self.user, f": {exc}" if exc else ""
         )
-
-    def _report_unanswered_close(self) -> None:
-        """Rules connection.close-ok:reporting and channel.close-ok:reporting: a socket that
-        closed while we waited for a close-ok is logged as an error."""
-        if self.proto.closing and not self.proto.closed:
-            log.warning("connection %s: socket closed before connection.close-ok", self.peer)
-            return
-        for channel_id in sorted(self.proto.open_channels):
-            if self.proto.channel_closing(channel_id):
-                log.warning(
-                    "connection %s: socket closed before channel.close-ok on channel %d",
-                    self.peer,
-                    channel_id,
-                )
 
     def data_received(self, data: bytes) -> None:
         self._last_recv = self.loop.time()
@@ -235,43 +194,17 @@ class AMQPConnection(asyncio.Protocol):
             self.set_memory_blocked(True, self.server.blocked_reason)
 
     def pause_writing(self) -> None:
-        self._write_paused = True
-        self._update_reading()
+        self.output.pause_writing()
         log.info("connection %s: write buffer full, reading paused", self.peer)
 
     def resume_writing(self) -> None:
-        self._write_paused = False
-        self._drain_pump()
-        self._update_reading()
-        self._redispatch()
+        self.output.resume_writing()
 
     # -- output -------------------------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
-        if self._pump.holding:  # behind a content still being sent
-            self._pump.hold(data)
-        else:
-            self._out.append(data)
-            self._out_bytes += len(data)
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        if self._out and self.transport is not None and not self.transport.is_closing():
-            self.transport.write(b"".join(self._out))
-            self._last_send = self.loop.time()
-        self._out.clear()
-        self._out_bytes = 0
-        self._drain_pump()
-        if self._starved and not self._write_paused:
-            self._starved = False
-            self._redispatch()
-
     def send_method(self, channel: int, method: Method) -> None:
         response = self._response(channel, method)
-        self.write(self.proto.send_method(channel, method) if response is None else response)
+        self.output.write(self.proto.send_method(channel, method) if response is None else response)
 
     def _response(self, channel: int, method: Method) -> bytes | None:
         """``method`` framed as the reply to the request being handled, if it is one."""
@@ -289,106 +222,21 @@ class AMQPConnection(asyncio.Protocol):
     ) -> None:
         """``delivery_tag``: a delivery's content, which a 0-9 reject may cancel."""
         response = self._response(channel, method)
+        output = self.output
         if response is not None:
-            self.write(response + self.proto.content_frames(channel, method, properties, body))
+            output.write(response + self.proto.content_frames(channel, method, properties, body))
             return
         data = self.proto.send_content(channel, method, properties, body)
-        if delivery_tag is not None and self._cancellable(len(body)):
-            self._hold_content(data, channel, delivery_tag, len(body))
+        if delivery_tag is not None and output.cancellable(len(body)):
+            output.hold_content(data, channel, delivery_tag, len(body))
         else:
-            self.write(data)
-
-    def _cancellable(self, body_size: int) -> bool:
-        """Rule basic.reject:01: in 0-9 a content of several body frames goes out through the
-        pump (0-9-1 clients would not understand a cancelled content)."""
-        return (
-            body_size > self.proto.frame_max - FRAME_OVERHEAD and self._spoken.cancellable_contents
-        )
+            output.write(data)
 
     @property
     def _spoken(self) -> Dialect:
         """The dialect, once the protocol header chose it."""
         assert self.dialect is not None
         return self.dialect
-
-    def _hold_content(self, data: bytes, channel: int, delivery_tag: int, size: int) -> None:
-        self._pump.hold(b"".join(self._out))
-        self._out.clear()
-        self._out_bytes = 0
-        self._pump.hold_content(data, channel, delivery_tag, size, self.proto.frame_max)
-        self._flush_soon()
-
-    def _flush_soon(self) -> None:
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
-
-    def _drain_pump(self) -> None:
-        """One piece of a held content per event-loop turn (then ``_flush`` drains again):
-        what the peer sent meanwhile, such as a reject of that content, is read in between."""
-        transport = self.transport
-        if not self._pump.holding or transport is None or transport.is_closing():
-            return
-        self._pump.drain(transport.write, lambda: self._write_paused)
-        if self._pump.holding and not self._write_paused:
-            self._flush_soon()
-        self._update_reading()
-
-    def cancel_content(self, channel: int, delivery_tag: int) -> None:
-        """A 0-9 reject of a delivery whose content is still being sent: the rest of it is
-        replaced by the cancel frame (an empty body frame)."""
-        if self._pump.cancel(channel, delivery_tag):
-            self._drain_pump()
-
-    def send_delivery(
-        self,
-        channel: int,
-        consumer_tag: bytes,
-        delivery_tag: int,
-        redelivered: bool,
-        message: Message,
-    ) -> None:
-        # Per delivery: attribute reads only, _cancellable called for multi-frame bodies alone.
-        body_size = len(message.body)
-        cancellable = body_size > self.proto.frame_max - FRAME_OVERHEAD and self._cancellable(
-            body_size
-        )
-        if self._pump.holding or cancellable:
-            parts: list[bytes] = []
-            deliver_frames(
-                parts, channel, consumer_tag, delivery_tag, redelivered,
-                message.envelope, message.header_payload, message.body, self.proto.frame_max,
-            )  # fmt: skip
-            data = b"".join(parts)
-            if cancellable:
-                self._hold_content(data, channel, delivery_tag, body_size)
-            else:
-                self.write(data)
-            return
-        self._out_bytes += deliver_frames(
-            self._out,
-            channel,
-            consumer_tag,
-            delivery_tag,
-            redelivered,
-            message.envelope,
-            message.header_payload,
-            message.body,
-            self.proto.frame_max,
-        )
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
-
-    @property
-    def writable(self) -> bool:
-        """False while output is over the high watermark (consumers then get nothing)."""
-        if self._write_paused or self._closed:
-            return False
-        if self._out_bytes >= self.config.write_buffer_high:
-            self._starved = True
-            return False
-        return True
 
     def _redispatch(self) -> None:
         for channel in list(self.channels.values()):
@@ -404,9 +252,9 @@ class AMQPConnection(asyncio.Protocol):
 
     def set_memory_blocked(self, blocked: bool, reason: str = "low on memory") -> None:
         """The broker's memory crossed its watermark: block (or unblock) a publisher."""
-        if blocked == self._memory_blocked or not self._publisher or not self.opened:
+        if blocked == self.output.memory_blocked or not self._publisher or not self.opened:
             return
-        self._memory_blocked = blocked
+        self.output.memory_blocked = blocked
         self._spoken.publishers_blocked(self, blocked)
         if self.client_capability("connection.blocked"):
             if blocked:
@@ -414,20 +262,10 @@ class AMQPConnection(asyncio.Protocol):
             else:
                 announce = self.spec.method("connection.unblocked")()
             self.send_method(0, self.handshake.send(announce))
-        self._update_reading()
+        self.output.update_reading()
         log.info(
             "connection %s %s (memory watermark)", self.peer, "blocked" if blocked else "unblocked"
         )
-
-    def _update_reading(self) -> None:
-        if self.transport is None or self.transport.is_closing():
-            return
-        # A 0-9 connection sending a cancellable content keeps reading: a reject may come.
-        sending = self._pump.holds_content and self._pump.held_bytes < self.config.write_buffer_high
-        if (self._write_paused and not sending) or self._memory_blocked:
-            self.transport.pause_reading()
-        else:
-            self.transport.resume_reading()
 
     def client_capability(self, name: str) -> bool:
         caps = self.client_properties.get("capabilities")
@@ -438,7 +276,7 @@ class AMQPConnection(asyncio.Protocol):
     def _handle_events(self, evs: list[events.Event]) -> None:
         try:
             for ev in evs:
-                if self._closed:
+                if self.output.closed:
                     return
                 self._handle_event(ev)
         except errors.AMQPError as err:
@@ -457,6 +295,7 @@ class AMQPConnection(asyncio.Protocol):
             self._refuse_channel(ev.channel, ev.method, _message_too_large(ev.size, ev.limit))
         elif isinstance(ev, events.ProtocolHeaderReceived):
             self.dialect = self._dialects.of(ev.spec)
+            self.output.cancellable_contents = self.dialect.cancellable_contents
             self._handshake = Handshake("server", ev.spec)
             self._send_start()
         elif isinstance(ev, events.OtherFrameReceived):
@@ -466,7 +305,7 @@ class AMQPConnection(asyncio.Protocol):
             assert self.transport is not None
             self.transport.write(ev.reply)
             self.transport.close()
-            self._closed = True
+            self.output.closed = True
         elif not isinstance(ev, events.HeartbeatReceived):
             self._spoken.other_event(self, ev)
 
@@ -544,24 +383,7 @@ class AMQPConnection(asyncio.Protocol):
 
     def snapshot(self) -> ConnectionSnapshot[ServerChannel]:
         """A read-only view of this connection for the management API."""
-        transport = self.transport
-        return ConnectionSnapshot(
-            open=self.vhost is not None and not self._closed,
-            blocked=self._memory_blocked,
-            user=self.user,
-            vhost=self.vhost.name if self.vhost is not None else None,
-            version=self.proto.spec.version if self.proto.spec is not None else (0, 0, 0),
-            peer=address(transport, "peername"),
-            local=address(transport, "sockname"),
-            ssl=transport is not None and transport.get_extra_info("ssl_object") is not None,
-            channel_max=self.proto.channel_max,
-            frame_max=self.proto.frame_max,
-            heartbeat=self.heartbeat,
-            connected_at=self.connected_at,
-            client_properties=self.client_properties,
-            channels=tuple(c for c in self.channels.values() if not c.closed),
-            stats=self.stats,
-        )
+        return snapshot_of(self)
 
     def forget_channel(self, channel_id: int) -> None:
         self.channels.pop(channel_id, None)
@@ -585,7 +407,7 @@ class AMQPConnection(asyncio.Protocol):
 
     def close(self, code: int, text: str, class_id: int = 0, method_id: int = 0) -> None:
         """Start the connection.close handshake (or drop the socket before negotiation)."""
-        if self._closed or self.proto.closing:
+        if self.output.closed or self.proto.closing:
             return
         handshake = self._handshake
         if handshake is None or handshake.state in (State.HEADER, State.CLOSING, State.CLOSED):
@@ -598,10 +420,10 @@ class AMQPConnection(asyncio.Protocol):
         self._timer = self.loop.call_later(CLOSE_TIMEOUT, self.abort)
 
     def abort(self) -> None:
-        self._flush()
+        self.output.flush()
         if self.transport is not None:
             self.transport.close()
-        self._closed = True
+        self.output.closed = True
 
     # -- connection class ---------------------------------------------------------------------
 
@@ -624,17 +446,7 @@ class AMQPConnection(asyncio.Protocol):
         dialect = self._spoken
         start = self.handshake.start(
             dialect.start_version(),
-            dialect.server_properties(
-                {
-                    "product": "amqp-spark broker",
-                    "version": __version__,
-                    "platform": f"Python {platform.python_version()}",
-                    "copyright": "amqp-spark contributors",
-                    "information": "https://www.rabbitmq.com/amqp-0-9-1-reference.html",
-                    "cluster_name": "amqp-spark",
-                    "capabilities": dict(_CAPABILITIES),
-                }
-            ),
+            dialect.server_properties(server_properties()),
             " ".join(offered_mechanisms(self._peer_common_name)).encode(),
             b"en_US",
         )
@@ -642,33 +454,15 @@ class AMQPConnection(asyncio.Protocol):
 
     def _start_ok(self, m: ConnectionStartOk) -> None:
         self.client_properties = m.client_properties or {}
-        user, reason = self._login(m.mechanism, m.response)
+        user, reason = authenticate(
+            self.config, m.mechanism, m.response, self.peer, self._peer_common_name
+        )
         if user is None:
             self._refuse_login(m.mechanism, reason)
             return
         self.user = user.name
         cfg = self.config
         self.send_method(0, self.handshake.tune(cfg.channel_max, cfg.frame_max, cfg.heartbeat))
-
-    def _login(self, mechanism: str, response: bytes) -> tuple[User | None, str]:
-        """The user a start-ok authenticates, or None and why not (for the log only)."""
-        if mechanism == EXTERNAL:
-            name = self._peer_common_name
-            if name is None:
-                return None, "EXTERNAL without a verified client certificate"
-            user = self.config.users.get(name)
-            if user is None:
-                return None, f"no user {name!r} for the client certificate"
-        else:
-            credentials = parse_response(mechanism, response)
-            if credentials is None:
-                return None, "malformed response or unsupported mechanism"
-            user = self.config.users.get(credentials[0])
-            if user is None or not user.authenticate(credentials[1]):
-                return None, f"wrong user name or password for {credentials[0]!r}"
-        if user.name in self.config.loopback_users and not self.peer.startswith(_LOOPBACK_PREFIXES):
-            return None, f"user {user.name!r} may connect from loopback only"
-        return user, ""
 
     def _refuse_login(self, mechanism: str, reason: str) -> None:
         """Log the failure, stop reading, and close with 403 after ``auth_failure_delay``
@@ -715,22 +509,8 @@ class AMQPConnection(asyncio.Protocol):
 
     def _open(self, m: ConnectionOpen) -> None:
         name = m.virtual_host
-        vhost = self.server.vhosts.get(name)
         user = self.config.users[self.user or ""]
-        if vhost is None:
-            raise errors.NotAllowed(f"NOT_ALLOWED - vhost {name} not found")
-        vhost.check_connection_limit(user.name, self.server.connections)
-        if name not in user.permissions:
-            raise errors.NotAllowed(
-                f"NOT_ALLOWED - access to vhost '{name}' refused for user '{user.name}'"
-            )
-        limit = self.config.connection_limit_of(user)
-        if limit and self._open_connections_of(user) >= limit:
-            log.warning("connection %s: user %r is at its connection limit", self.peer, user.name)
-            raise errors.NotAllowed(
-                f"NOT_ALLOWED - Connection refused for user '{user.name}'. "
-                f"User connection limit ({limit}) is reached"
-            )
+        vhost = admit(self.server, user, name, self.peer)
         if self._spoken.redirected(self, m):
             return
         self.vhost = vhost
@@ -744,19 +524,16 @@ class AMQPConnection(asyncio.Protocol):
         self.send_method(0, open_ok)
         log.info("connection %s: user %r opened vhost %r", self.peer, self.user, name)
 
-    def _open_connections_of(self, user: User) -> int:
-        return sum(1 for c in self.server.connections if c.user == user.name and c.opened)
-
     def _close(self, m: ConnectionClose) -> None:
         """close-ok, then read and discard until the client closes its end (after_close):
-        nothing it sent after its close is handled (``_closed`` stops the events)."""
+        nothing it sent after its close is handled (``closed`` stops the events)."""
         log.info("connection %s: client closed it (%d %s)", self.peer, m.reply_code, m.reply_text)
         self._lose_channels()
         if self.vhost is not None:
             self.vhost.delete_owned_by(self)  # at the close, as RabbitMQ deletes them
         self.send_method(0, self.handshake.close_ok())
-        self._flush()
-        self._closed = True
+        self.output.flush()
+        self.output.closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -766,7 +543,7 @@ class AMQPConnection(asyncio.Protocol):
         heartbeat, frame_max = self.heartbeat, self.proto.frame_max
         # What the protocol layer holds of a frame not all read yet: the reading goes on
         # from there (it read the rest of this read's frames, which go unhandled).
-        unread = bytes(self.proto._buffer)
+        unread = self.proto.unparsed()
         discard_until_closed(self, transport, self.loop, heartbeat, frame_max, unread)
 
     def _close_ok(self, m: ConnectionCloseOk) -> None:
@@ -785,15 +562,15 @@ class AMQPConnection(asyncio.Protocol):
     def _heartbeat_tick(self) -> None:
         now = self.loop.time()
         interval = self.heartbeat
-        reading = not (self._write_paused or self._memory_blocked)
+        reading = not (self.output.write_paused or self.output.memory_blocked)
         if reading and now - self._last_recv > 2 * interval:
             log.info(
                 "connection %s: missed heartbeats from client, timeout: %ds", self.peer, interval
             )
             self.abort()
             return
-        if now - self._last_send >= interval / 2:
-            self.write(self.proto.send_heartbeat())
+        if now - self.output.last_send >= interval / 2:
+            self.output.write(self.proto.send_heartbeat())
         self._timer = self.loop.call_later(interval / 2, self._heartbeat_tick)
 
 

@@ -9,7 +9,7 @@ from amqp_protocol.generated.any_version import ExchangeDeclare
 
 from ..model.exchanges import EXCHANGE_TYPES
 from .abc import Channel
-from .channel import CORE_CONTENT_HANDLERS, CORE_HANDLERS
+from .core_handlers import CORE_CONTENT_HANDLERS, CORE_HANDLERS
 from .dialect import Dialect
 
 

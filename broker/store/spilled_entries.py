@@ -23,7 +23,7 @@ _HEAD = struct.Struct("<QBIdHH")
 
 
 class SpilledEntries:
-    """A ``broker.model.queues.SpillQueue`` over a ``SpillFifo``."""
+    """A ``broker.model.ready_messages.SpillQueue`` over a ``SpillFifo``."""
 
     def __init__(self, fifo: SpillFifo) -> None:
         self._fifo = fifo

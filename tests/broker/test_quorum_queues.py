@@ -16,7 +16,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import ChannelClosedByBroker, ConnectionClosedByBroker, NackError
 
 from broker import Broker
-from broker.model.queues import ReadyMessages
+from broker.model.ready_messages import ReadyMessages
 
 from .helpers import get_all, get_when_there
 

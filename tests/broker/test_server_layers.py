@@ -12,7 +12,16 @@ import broker
 
 SERVER = Path(broker.__file__).parent / "server"
 #: The core, and the contract the dialects implement.
-CORE = ("abc", "channel", "connection", "content_pump", "dialect")
+CORE = (
+    "abc",
+    "channel",
+    "connection",
+    "content_pump",
+    "core_handlers",
+    "dialect",
+    "publisher_confirms",
+    "transactions",
+)
 #: The dialects, registered in app.py.
 DIALECTS = ("spec09", "spec091", "spec010")
 

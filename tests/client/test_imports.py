@@ -10,7 +10,8 @@ import sys
 
 
 def test_the_client_loads_only_the_0_9_1_generated_module() -> None:
-    """0-9, 0-8 and the 0-10 draft (~0.3 s of CPU to import) load when first named."""
+    """0-9, 0-8 and the 0-10 draft load when first named: importing the three after the
+    client takes ~0.12 s of CPU (``time.process_time()`` around their imports, best of 7)."""
     probe = (
         "import json, sys; import amqp_spark.client, amqp_spark.source.stream_reader; "
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('amqp_protocol.gen'))))"

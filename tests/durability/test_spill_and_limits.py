@@ -15,7 +15,7 @@ import pytest
 
 from amqp_spark.client import connect
 from broker import Broker
-from broker.model.queues import ReadyMessages
+from broker.model.ready_messages import ReadyMessages
 from broker.store import StoreError
 
 BATCH = 1000

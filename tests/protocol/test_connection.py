@@ -151,6 +151,15 @@ def test_heartbeats_are_events() -> None:
     assert server.receive_data(fr.HEARTBEAT_FRAME * 2) == [HeartbeatReceived()] * 2
 
 
+def test_unparsed_holds_the_start_of_a_frame_whose_end_has_not_arrived() -> None:
+    server = _server()
+    frame = fr.HEARTBEAT_FRAME
+    assert server.receive_data(frame + frame[:3]) == [HeartbeatReceived()]
+    assert server.unparsed() == frame[:3]
+    assert server.receive_data(frame[3:]) == [HeartbeatReceived()]
+    assert server.unparsed() == b""
+
+
 @pytest.mark.parametrize("spec", ALL_SPECS, ids=lambda s: s.label)
 def test_server_negotiates_each_supported_version(spec: Any) -> None:
     server = Connection("server")

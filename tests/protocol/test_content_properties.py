@@ -61,7 +61,7 @@ def test_first_property_is_bit_15_of_the_flags_word() -> None:
 
 def test_unknown_property_name_is_a_type_error() -> None:
     with pytest.raises(TypeError):
-        BASIC(no_such_property=1)  # type: ignore[call-arg]
+        BASIC(no_such_property=1)
 
 
 @pytest.mark.parametrize(

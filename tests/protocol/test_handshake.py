@@ -35,6 +35,12 @@ _OPENING: list[tuple[Role, Callable[[Handshake], Method]]] = [
 ]
 
 
+def _states(*machines: Handshake) -> set[State]:
+    """The states ``machines`` are in. Read through a call, so that mypy does not carry an
+    earlier assertion's narrowing of ``state`` past the calls that change it."""
+    return {machine.state for machine in machines}
+
+
 def _peers(spec: Spec, until: State) -> tuple[Handshake, Handshake]:
     """A server's and a client's machine that opened a connection up to ``until``, each
     receiving what the other built."""
@@ -87,9 +93,9 @@ def test_secure_rounds_repeat_until_the_server_tunes(spec: Spec) -> None:
     server, client = _peers(spec, State.LOGIN)
     for challenge in (b"first", b"second"):
         assert client.receive(server.secure(challenge)).challenge == challenge  # type: ignore[attr-defined]
-        assert client.state is server.state is State.SECURE
+        assert _states(client, server) == {State.SECURE}
         server.receive(client.secure_ok(b"answer"))
-        assert client.state is server.state is State.LOGIN
+        assert _states(client, server) == {State.LOGIN}
     assert server.mechanism == "PLAIN"  # the start-ok's, for every round
     client.receive(server.tune(0, 0, 0))
     assert client.state is State.TUNE
@@ -190,9 +196,9 @@ def test_a_refused_login_accepts_only_a_close() -> None:
     with pytest.raises(ValueError):
         server.tune(0, 0, 0)
     server.close(403, "ACCESS_REFUSED - Login was refused")
-    assert server.state is State.CLOSING
+    assert _states(server) == {State.CLOSING}
     server.receive(SPEC_0_9_1.method("connection.close-ok")())
-    assert server.state is State.CLOSED
+    assert _states(server) == {State.CLOSED}
 
 
 @SPECS
@@ -200,11 +206,11 @@ def test_close_is_answered_with_close_ok_and_both_may_close_at_once(spec: Spec) 
     server, client = _peers(spec, State.OPEN)
     client.receive(server.close(320, "CONNECTION_FORCED"))
     server.receive(client.close(200, "Goodbye"))  # sent before it saw the server's
-    assert server.state is client.state is State.CLOSING_BOTH
+    assert _states(server, client) == {State.CLOSING_BOTH}
     server.receive(client.close_ok())
-    assert server.state is client.state is State.CLOSING
+    assert _states(server, client) == {State.CLOSING}
     client.receive(server.close_ok())
-    assert server.state is client.state is State.CLOSED
+    assert _states(server, client) == {State.CLOSED}
 
 
 @pytest.mark.parametrize("spec", [SPEC_0_9, SPEC_0_8, SPEC_0_10], ids=lambda s: s.label)

@@ -9,13 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amqp_protocol import ALL_SPECS, KNOWN_SPECS, Method, errors
+from amqp_protocol import ALL_SPECS, KNOWN_SPECS, SPEC_0_9, Method, errors
+from amqp_protocol.generated import spec_0_9
 from tests.protocol.strategies import methods_of
 
-ALL_METHODS = [
-    pytest.param(spec.method(name), id=f"{spec.label}:{name}")
+#: Every method class of every version, by "<version>:<method name>".
+METHOD_CLASSES = {
+    f"{spec.label}:{name}": spec.method(name)
     for spec in KNOWN_SPECS
     for name in sorted(spec.methods)
+}
+ALL_METHODS = [pytest.param(cls, id=key) for key, cls in METHOD_CLASSES.items()]
+WITH_ARGUMENTS = [
+    pytest.param(cls, id=key) for key, cls in METHOD_CLASSES.items() if cls.DEFINITION.fields
 ]
 
 
@@ -41,7 +47,7 @@ def test_method_defaults_encode_and_decode(cls: type[Method]) -> None:
     assert (decoded, end) == (method, len(method.encode()))
 
 
-@pytest.mark.parametrize("cls", [p for p in ALL_METHODS if p.values[0].DEFINITION.fields])
+@pytest.mark.parametrize("cls", WITH_ARGUMENTS)
 def test_truncated_arguments_are_a_syntax_error(cls: type[Method]) -> None:
     payload = cls().encode()
     for cut in range(4, len(payload)):
@@ -66,4 +72,6 @@ def test_method_metadata_comes_from_the_spec() -> None:
     assert (publish.NAME, publish.CLASS_ID, publish.METHOD_ID) == ("basic.publish", 60, 40)
     assert publish.HAS_CONTENT and not publish.SYNCHRONOUS
     assert ALL_SPECS[0].method("queue.declare").SYNCHRONOUS
-    assert ALL_SPECS[1].method("queue.declare")().no_wait is False  # 0-9's "nowait"
+    declare = SPEC_0_9.method("queue.declare")()
+    assert isinstance(declare, spec_0_9.QueueDeclare)
+    assert declare.no_wait is False  # 0-9's "nowait"

@@ -21,7 +21,7 @@ from pika.exceptions import (
 )
 
 from broker import Broker
-from broker.server.connection import AMQPConnection
+from broker.server.admission import authenticate
 
 ALL = {"configure": ".*", "write": ".*", "read": ".*"}
 AUTH_FAILURE_DELAY = 0.4
@@ -255,10 +255,8 @@ def test_guest_logs_in_only_from_loopback_unless_configured(
     peer: str, loopback_users: list[str], allowed: bool
 ) -> None:
     """Only loopback addresses can be reached here, so the rule is checked on the login
-    decision of a connection object given a remote peer address."""
+    decision (``admission.authenticate``) given a remote peer address."""
     with Broker(config={"loopback_users": loopback_users}) as b:
         assert b._server is not None
-        conn = AMQPConnection(b._server, b._server.dialects)
-        conn.peer = peer
-        user, reason = conn._login("PLAIN", b"\0guest\0guest")
+        user, reason = authenticate(b._server.config, "PLAIN", b"\0guest\0guest", peer, None)
         assert (user is not None) is allowed, reason

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from amqp_spark.client import Channel, Connection, connect
-from amqp_spark.datasource import AMQPDataSource
+from amqp_spark.datasource import register
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.queue_stream import QueueStream
 from amqp_spark.source.stream_reader import stream_reader
@@ -165,7 +165,7 @@ def runner_reader_of(broker: Broker) -> Iterator[ReaderFactory]:
 @pytest.fixture
 def amqp_spark(spark: SparkSession) -> SparkSession:
     """The session with ``amqp`` registered explicitly (as in a Databricks notebook)."""
-    spark.dataSource.register(AMQPDataSource)
+    register(spark)
     return spark
 
 

@@ -90,6 +90,7 @@ def write(df: DataFrame, url: str, **options: str) -> None:
     df.write.format("amqp").option("uri", url).options(**options).mode("append").save()
 
 
+@pytest.mark.versions
 def test_written_rows_arrive_with_identical_bodies_keys_and_properties(
     amqp_spark: SparkSession, broker_url: str
 ) -> None:
@@ -265,6 +266,7 @@ def drain(url: str, queue: str, quiet: float = 2.0, timeout: float = 60.0) -> li
     return got
 
 
+@pytest.mark.versions
 def test_stream_ids_name_query_batch_partition_and_row(
     amqp_spark: SparkSession, broker_url: str, tmp_path: Path
 ) -> None:

@@ -13,7 +13,8 @@ import pytest
 from amqp_protocol import SPEC_0_9
 from amqp_spark.client import connect
 from broker import Broker
-from broker.model.queues import Queue, ReadyMessages
+from broker.model.queues import Queue
+from broker.model.ready_messages import ReadyMessages
 from broker.server.app import BrokerServer
 
 from .flows import declare_queue, receive_transfer, transfer

@@ -10,7 +10,7 @@ import pytest
 
 from amqp_protocol import SPEC_0_9_1
 from broker.model.message import Message, QueuedMessage
-from broker.model.queues import ReadyMessages
+from broker.model.ready_messages import ReadyMessages
 from broker.store import SpillFifo
 from broker.store.spilled_entries import SpilledEntries
 

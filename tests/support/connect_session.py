@@ -60,7 +60,7 @@ def _connect_session(scratch: str) -> SparkSession:
         )
         from pyspark.sql import SparkSession
 
-        from amqp_spark import AMQPDataSource
+        from amqp_spark import register
 
         session = (
             SparkSession.builder.remote("local[2]")
@@ -68,7 +68,7 @@ def _connect_session(scratch: str) -> SparkSession:
             .config("spark.sql.session.timeZone", "UTC")
             .getOrCreate()
         )
-        session.dataSource.register(AMQPDataSource)
+        register(session)
         _session = session
     return _session
 
@@ -89,7 +89,7 @@ def read_available_now(
     restart from a checkpoint) or ``foreachBatch`` (which runs in the server's Python)."""
     spark = _connect_session(scratch)
     df = spark.readStream.format("amqp").options(**options).load()
-    _run_available_now(
+    run_available_now(
         lambda: (
             df.writeStream.format("parquet")
             .option("path", output)
@@ -116,7 +116,7 @@ def stream_through(
     ``format("amqp")``: the streaming source and the streaming sink together."""
     spark = _connect_session(scratch)
     df = spark.readStream.format("amqp").options(**source).load().select("body", "routing_key")
-    _run_available_now(
+    run_available_now(
         lambda: (
             df.writeStream.format("amqp")
             .options(**sink)
@@ -133,7 +133,7 @@ def stream_through(
 WORKER_START_FAILURE = "Python worker failed to connect back"
 
 
-def _run_available_now(start: Callable[[], Any]) -> None:
+def run_available_now(start: Callable[[], Any]) -> None:
     """Start a query with ``start`` and wait for its AvailableNow run to end; a run that
     failed only because a Python worker was slow to start (nothing was read: the runner
     never came up) is started once more."""

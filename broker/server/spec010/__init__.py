@@ -22,7 +22,7 @@ from amqp_protocol import SPEC_0_10, Method, Properties, events
 from amqp_protocol.generated.any_version import ConnectionOpen
 
 from ..abc import Channel, Connection
-from ..channel import CORE_HANDLERS
+from ..core_handlers import CORE_HANDLERS
 from ..dialect import ChannelHandler, ContentHandler, Dialect
 from ..spec09 import connection_class
 from . import basic, classes09, declarations, dtx, message, queries, sessions, tx

@@ -33,7 +33,8 @@ from amqp_protocol.generated.spec_0_10 import (
 )
 
 from ...model.message import QueuedMessage
-from ...model.queues import Consumer, Queue, consumer_priority
+from ...model.queue_arguments import consumer_priority
+from ...model.queues import Consumer, Queue
 from ..abc import Channel
 from ..dialect import ChannelHandler
 from ..prefetch_size import within_prefetch_size
@@ -55,7 +56,7 @@ class DraftSink:
         session = state_of(ch).session
         if session is not None and not session.attached:
             return False  # suspended: its deliveries wait for a session.resume
-        if not (ch.flow_active and ch.conn.writable and not ch.closed):
+        if not (ch.flow_active and ch.conn.output.writable and not ch.closed):
             return False
         if consumer.no_ack:
             return True

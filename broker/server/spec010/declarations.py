@@ -45,7 +45,7 @@ from amqp_protocol.generated.spec_0_10 import (
 )
 
 from ..abc import Channel
-from ..channel import CORE_HANDLERS
+from ..core_handlers import CORE_HANDLERS
 from ..dialect import ChannelHandler
 from ..spec09 import declarations as spec09
 from ..spec09.consumers import named_queue

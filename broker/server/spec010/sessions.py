@@ -50,7 +50,7 @@ from amqp_protocol.generated.spec_0_10 import (
 
 from ...model.clock import Clock
 from ..abc import Channel, Connection
-from ..channel import CORE_HANDLERS
+from ..core_handlers import CORE_HANDLERS
 from ..dialect import ChannelHandler
 from . import tx
 from .state import Session, state_of

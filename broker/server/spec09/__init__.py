@@ -28,7 +28,7 @@ from amqp_protocol.generated.any_version import (
 from ...model.message import Message
 from .. import prefetch_size
 from ..abc import Channel, Connection
-from ..channel import CORE_HANDLERS
+from ..core_handlers import CORE_HANDLERS
 from ..dialect import ChannelHandler, ContentHandler, Dialect
 from . import (
     access,

@@ -63,7 +63,7 @@ def cancel(channel: Channel, tag: str) -> None:
 
 def may_deliver(channel: Channel, consumer: Consumer) -> bool:
     """Flow, socket and the consumer's prefetch window allow one more delivery."""
-    if not (channel.flow_active and channel.conn.writable):
+    if not (channel.flow_active and channel.conn.output.writable):
         return False
     return consumer.no_ack or not consumer.prefetch or consumer.unacked < consumer.prefetch
 

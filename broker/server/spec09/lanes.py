@@ -24,9 +24,10 @@ from typing import Any
 
 from amqp_protocol import SPEC_0_9, SPEC_0_9_1
 
+from ...model.dead_letters import QUEUE_DELETED, dead_lettered
 from ...model.message import Message, with_headers
 from ...model.queues import Queue
-from ...model.vhost import QUEUE_DELETED, VirtualHost, dead_lettered
+from ...model.vhost import VirtualHost
 from ...store.message_codec import CONTENT_CODECS, ContentCodec
 from ...store.persistence import CONTENT_RESTORERS
 from .lane_queue import JOURNALED, Lane, decode, encode
@@ -102,7 +103,7 @@ def _with_death(message: Message, headers: dict[str, Any], exchange: str, key: s
         }
     else:
         dead = with_headers(message, headers, replace=True)
-    dead.exchange, dead.routing_key, dead._envelope = exchange, key, None
+    dead.readdress(exchange, key)
     return dead
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 def reject(ch: Channel, delivery_tag: int, requeue: bool) -> None:
-    ch.conn.cancel_content(ch.id, delivery_tag)  # rule basic.reject:01: if still being sent
+    ch.conn.output.cancel_content(ch.id, delivery_tag)  # rule basic.reject:01: if still being sent
     if not requeue or ch.transactional:
         ch.settle_or_hold("requeue" if requeue else "reject", delivery_tag, False)
         return
