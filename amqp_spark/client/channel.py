@@ -1,4 +1,5 @@
-"""A channel: synchronous requests, deliveries, publishing with confirms.
+"""A channel: synchronous requests and deliveries; publishing with confirms is its base
+``Publishing`` (``publishing.py``). It speaks to its connection through ``abc.ChannelHost``.
 
 Methods are looked up by name in the connection's spec, so the same code speaks 0-9-1, 0-9
 and 0-8 wherever those versions share a method. Replies are matched to requests by the
@@ -11,38 +12,33 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections import deque
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from amqp_protocol import Method, Properties
 from amqp_protocol.events import ContentReceived, MethodReceived
 
+from .abc import ChannelHost
 from .confirms import ConfirmTracker
-from .delivery import Delivery, ReturnedMessage
+from .delivery import Delivery
 from .exceptions import (
     ChannelClosed,
     ClientError,
     ClientTimeout,
     ConsumerCancelled,
 )
+from .publishing import Publishing
 
 if TYPE_CHECKING:
     # The methods of every version the client speaks; told apart by name at run time, so
     # that a 0-9-1 client does not import the other versions' generated modules.
     from amqp_protocol.generated.any_version import (
-        BasicAck,
         BasicCancel,
         BasicDeliver,
-        BasicNack,
-        BasicReturn,
         ChannelClose,
         ChannelFlow,
     )
-
-    from .connection import Connection
 
 log = logging.getLogger(__name__)
 
@@ -50,10 +46,6 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 30.0
 #: Optional field-table arguments of declare, bind and consume.
 Arguments = dict[str, Any] | None
-#: How many encoded basic.publish payloads a channel keeps (exchange, routing key, mandatory).
-_PUBLISH_PAYLOADS_CACHED = 1024
-#: (routing_key, body, properties) as basic_publish_batch takes them.
-BatchMessage = tuple[str, bytes, "Properties | Mapping[str, Any] | None"]
 
 
 def expected_responses(method: Method) -> frozenset[str]:
@@ -69,7 +61,7 @@ def expected_responses(method: Method) -> frozenset[str]:
 
 
 @dataclass(slots=True)
-class _Request:
+class Request:
     """A synchronous request waiting for its reply."""
 
     responses: frozenset[str]
@@ -79,29 +71,25 @@ class _Request:
 class PendingReply:
     """The reply to a request sent with ``Channel.request_later``."""
 
-    def __init__(self, channel: Channel, request: _Request) -> None:
+    def __init__(self, channel: Channel, request: Request) -> None:
         self._channel = channel
         self._request = request
 
     def result(self) -> Any | None:
         """The reply method once it has arrived, None until then. Raises the channel's
         error when the channel closed first."""
-        with self._channel._lock:
-            if self._request.reply is not None:
-                return self._request.reply[0]
-            self._channel._check_open()
-            return None
+        return self._channel.reply_to(self._request)
 
 
-class Channel:
-    """An open AMQP channel; obtain one with ``Connection.channel()``."""
+class Channel(Publishing):
+    """An open AMQP channel; obtain one with ``Connection.channel()``. Offers its
+    connection ``abc.ChannelPeer``."""
 
-    def __init__(self, connection: Connection, number: int) -> None:
+    def __init__(self, connection: ChannelHost, number: int) -> None:
         self.connection = connection
         self.number = number
         self.spec = connection.spec
         self.timeout = DEFAULT_TIMEOUT  #: bound of each wait for a reply or for room to publish
-        self.max_in_flight = 1000  #: unconfirmed messages a publisher may have outstanding
         self._lock = threading.Lock()
         # What callers wait for, one condition each on the channel's lock, so that the I/O
         # thread wakes only the callers whose wait it ends: a reply to a request, a
@@ -110,21 +98,13 @@ class Channel:
         self._replied = threading.Condition(self._lock)
         self._arrived = threading.Condition(self._lock)
         self._settled = threading.Condition(self._lock)
-        #: Per waiting publisher: the outstanding count at or below which it may go on.
-        self._settle_targets: list[int] = []
-        self._requests: deque[_Request] = deque()
+        self._requests: deque[Request] = deque()
         self._deliveries: deque[Delivery] = deque()
         self._server_cancelled: list[str] = []
         self._consumers: set[str] = set()
-        self._confirms: ConfirmTracker | None = None
-        self._flow_active = True
         self._error: ClientError | None = None
-        self._publish = self.spec.method("basic.publish")
         self._deliver = cast("type[BasicDeliver]", self.spec.method("basic.deliver"))
-        self._properties = self.spec.properties("basic")
-        self._empty_property_list = self._properties().encode_list()
-        #: Encoded basic.publish payloads by (exchange, routing key, mandatory).
-        self._publish_payloads: dict[tuple[str, str, bool], bytes] = {}
+        self._init_publishing()
 
     def __repr__(self) -> str:
         state = "open" if self._error is None else "closed"
@@ -133,12 +113,6 @@ class Channel:
     @property
     def is_open(self) -> bool:
         return self._error is None
-
-    @property
-    def unconfirmed(self) -> int:
-        """Messages published in confirm mode that the broker has not confirmed yet."""
-        with self._lock:
-            return 0 if self._confirms is None else self._confirms.outstanding
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -171,25 +145,25 @@ class Channel:
         connection (a queue's depth asked while a consumer's window streams in): the
         caller goes on and reads the answer when it is there."""
         method = self._method(name, **fields)
-        request = _Request(expected_responses(method))
+        request = Request(expected_responses(method))
         if not request.responses:
             raise ClientError(f"{name} has no reply to wait for")
         self._send_request(method, request)
         return PendingReply(self, request)
 
-    def _send_request(self, method: Method, request: _Request) -> None:
+    def _send_request(self, method: Method, request: Request) -> None:
         def enqueue() -> None:
             with self._lock:
                 self._check_open()
                 self._requests.append(request)
 
-        self.connection._send(self.connection._proto.send_method(self.number, method), enqueue)
+        self.connection.send(self.connection.encode_method(self.number, method), enqueue)
 
     def _request(self, method: Method) -> tuple[Any, Properties | None, bytes] | None:
-        request = _Request(expected_responses(method))
+        request = Request(expected_responses(method))
         if not request.responses:
-            self.connection._send(
-                self.connection._proto.send_method(self.number, method), self._check_open
+            self.connection.send(
+                self.connection.encode_method(self.number, method), self._check_open
             )
             return None
         self._send_request(method, request)
@@ -204,11 +178,17 @@ class Channel:
             f"no reply to {method.NAME} on channel {self.number} in {self.timeout}s"
         )
 
-    def _check_open(self) -> None:
-        if self._error is not None:
-            raise self._error
+    def reply_to(self, request: Request) -> Any | None:
+        """The reply method to ``request`` (sent with ``request_later``) once it has arrived,
+        None until then; the channel's error when it closed first."""
+        with self._lock:
+            if request.reply is not None:
+                return request.reply[0]
+            self._check_open()
+            return None
 
-    def _open(self) -> None:
+    def open(self) -> None:
+        """channel.open and wait for open-ok (``Connection.channel()`` calls it)."""
         self._call("channel.open")
 
     def close(self) -> None:
@@ -217,8 +197,8 @@ class Channel:
             # Closed by the server or with the connection meanwhile: closed either way.
             with contextlib.suppress(ClientError):
                 self._call("channel.close", reply_code=200, reply_text="Normal shutdown")
-            self._fail(ChannelClosed(200, "closed by the client"))
-        self.connection._forget_channel(self.number)
+            self.mark_closed(ChannelClosed(200, "closed by the client"))
+        self.connection.release_channel(self.number)
 
     def __enter__(self) -> Channel:
         return self
@@ -378,7 +358,7 @@ class Channel:
     def basic_recover(self, requeue: bool = True) -> None:
         self._call("basic.recover", requeue=requeue)
 
-    # -- transactions -------------------------------------------------------------------------
+    # -- transactions and confirm mode ---------------------------------------------------------
 
     def tx_select(self) -> None:
         self._call("tx.select")
@@ -389,8 +369,6 @@ class Channel:
     def tx_rollback(self) -> None:
         self._call("tx.rollback")
 
-    # -- publishing ---------------------------------------------------------------------------
-
     def confirm_select(self) -> None:
         """Put the channel in confirm mode: the broker acks or nacks every publish."""
         self._call("confirm.select")
@@ -398,193 +376,9 @@ class Channel:
             if self._confirms is None:
                 self._confirms = ConfirmTracker()
 
-    def basic_publish(
-        self,
-        exchange: str,
-        routing_key: str,
-        body: bytes,
-        properties: Properties | Mapping[str, Any] | None = None,
-        mandatory: bool = False,
-    ) -> int:
-        """Publish one message; returns its confirm sequence number (0 without confirms).
-
-        In confirm mode this blocks only while ``max_in_flight`` messages are unconfirmed."""
-        content = (
-            self._publish_payload(exchange, routing_key, mandatory),
-            self._property_list(properties),
-            body,
-        )
-        data = self.connection._proto.send_encoded_contents(
-            self.number, self._publish.CLASS_ID, (content,)
-        )
-        seqs = self._write_publishes(data, 1)
-        return seqs[0] if seqs else 0
-
-    def basic_publish_batch(
-        self,
-        exchange: str,
-        messages: Iterable[BatchMessage],
-        mandatory: bool = False,
-    ) -> range:
-        """Publish many messages with one write; returns their sequence numbers (an empty
-        range without confirms). Waits until the whole batch fits in ``max_in_flight``
-        (or nothing is outstanding, for a batch larger than that).
-
-        The basic.publish method is encoded once per routing key, the empty property list
-        once per channel, and all frames are joined once."""
-        payloads: dict[str, bytes] = {}
-        payload_of = payloads.get
-        property_list = self._property_list
-        contents = []
-        for routing_key, body, properties in messages:
-            payload = payload_of(routing_key)
-            if payload is None:
-                payload = payloads[routing_key] = self._publish_payload(
-                    exchange, routing_key, mandatory
-                )
-            contents.append((payload, property_list(properties), body))
-        if not contents:
-            return range(0)
-        data = self.connection._proto.send_encoded_contents(
-            self.number, self._publish.CLASS_ID, contents
-        )
-        return self._write_publishes(data, len(contents))
-
-    def _publish_payload(self, exchange: str, routing_key: str, mandatory: bool) -> bytes:
-        """The encoded basic.publish arguments, cached (a bounded number of them)."""
-        key = (exchange, routing_key, mandatory)
-        payload = self._publish_payloads.get(key)
-        if payload is None:
-            if len(self._publish_payloads) >= _PUBLISH_PAYLOADS_CACHED:
-                self._publish_payloads.clear()
-            method = self._publish(exchange=exchange, routing_key=routing_key, mandatory=mandatory)
-            payload = self._publish_payloads[key] = method.encode()
-        return payload
-
-    def _property_list(self, properties: Properties | Mapping[str, Any] | None) -> bytes:
-        if properties is None:
-            return self._empty_property_list
-        if isinstance(properties, Properties):
-            return properties.encode_list()
-        return self._properties(**properties).encode_list()
-
-    def _write_publishes(self, data: bytes, count: int) -> range:
-        with self._lock:
-            if not self._may_publish(count):
-                self._wait_for_room(count)
-            self._check_open()
-        seqs = range(0)
-
-        def register() -> None:
-            nonlocal seqs
-            with self._lock:
-                self._check_open()
-                if self._confirms is not None:
-                    seqs = self._confirms.published(count)
-
-        self.connection._send(data, register)
-        return seqs
-
-    def _may_publish(self, count: int) -> bool:
-        if self._error is not None:
-            return True
-        if not self._flow_active or self.connection.blocked:
-            return False
-        confirms = self._confirms
-        if confirms is None:
-            return True
-        outstanding = confirms.outstanding
-        return outstanding == 0 or outstanding + count <= self.max_in_flight
-
-    def _wait_for_room(self, count: int) -> None:
-        """Under the lock: wait until ``count`` more messages may be published. The bound
-        is ``connection.blocked_timeout`` while the server blocks the connection (a resource
-        alarm may well begin while we wait for confirms), else ``timeout``, counted from
-        the end of the block if there was one."""
-        connection = self.connection
-        began = time.monotonic()
-        blocked_since: float | None = None
-        target = max(0, self.max_in_flight - count)
-        self._settle_targets.append(target)
-        try:
-            while not self._may_publish(count):
-                now = time.monotonic()
-                blocked = connection.blocked
-                if blocked:
-                    blocked_since = now if blocked_since is None else blocked_since
-                    limit, since = connection.blocked_timeout, blocked_since
-                else:
-                    if blocked_since is not None:  # unblocked: confirms resume from now on
-                        began, blocked_since = now, None
-                    limit, since = self.timeout, began
-                remaining = since + limit - now
-                if remaining <= 0:
-                    raise ClientTimeout(self._no_room_reason(blocked, limit))
-                self._settled.wait(remaining)
-        finally:
-            self._settle_targets.remove(target)
-
-    def _no_room_reason(self, blocked: bool, limit: float) -> str:
-        if blocked:
-            reason = self.connection.blocked_reason or "no reason given"
-            return f"the server has blocked publishing on this connection for {limit}s ({reason})"
-        if not self._flow_active:
-            return f"the server stopped channel {self.number} (channel.flow) for {limit}s"
-        outstanding = self._confirms.outstanding if self._confirms else 0
-        return (
-            f"no room to publish on channel {self.number} within {limit}s "
-            f"({outstanding} unconfirmed)"
-        )
-
-    def wait_for_confirms(self, timeout: float = 30.0) -> None:
-        """Wait until every message published so far is confirmed.
-
-        Raises ``PublishNacked`` (sequence numbers) or ``PublishReturned`` (the returned
-        messages) for what went wrong since the last call; ``ClientTimeout`` on timeout."""
-        with self._lock:
-            confirms = self._confirms
-            if confirms is None:
-                raise ClientError("wait_for_confirms needs confirm_select() first")
-            self._settle_targets.append(0)
-            try:
-                settled = self._settled.wait_for(
-                    lambda: confirms.outstanding == 0 or self._error is not None, timeout
-                )
-            finally:
-                self._settle_targets.remove(0)
-            if not settled:
-                raise ClientTimeout(
-                    f"{confirms.outstanding} message(s) still unconfirmed after {timeout}s"
-                )
-            self._check_open()
-            failure = confirms.take_failure()
-        if failure is not None:
-            raise failure
-
-    def settled_below(self) -> int:
-        """Confirm mode: every message with a lower sequence number was acked or nacked (some
-        above it may be too). Once the connection is lost, the messages from this one on
-        are those the broker may not have stored; ``take_publish_failure`` tells whether it
-        refused any of the others."""
-        with self._lock:
-            if self._confirms is None:
-                raise ClientError("settled_below needs confirm_select() first")
-            return self._confirms.settled_below
-
-    def take_publish_failure(self) -> ClientError | None:
-        """What was nacked or returned since the last ``wait_for_confirms`` (then
-        forgotten), as the error it would raise; None when nothing was."""
-        with self._lock:
-            return None if self._confirms is None else self._confirms.take_failure()
-
-    def _wake_publishers(self) -> None:
-        """The connection was blocked or unblocked: publishers waiting for room re-check."""
-        with self._lock:
-            self._settled.notify_all()
-
     # -- what the I/O thread delivers ---------------------------------------------------------
 
-    def _on_events(self, events: list[MethodReceived | ContentReceived]) -> None:
+    def handle_events(self, events: list[MethodReceived | ContentReceived]) -> None:
         """Called by the I/O thread with a run of methods (and contents) for this channel:
         one lock round for the run, one wake-up of the callers it concerns, then the answers
         the protocol demands, sent outside the lock (see the lock order in connection.py)."""
@@ -626,7 +420,7 @@ class Channel:
     def _route(self, m: Method, properties: Properties | None, body: bytes) -> bool:
         """Apply one received method (under the lock); False: it needs an answer. Wakes
         the callers waiting for a reply, a cancel or a flow change; deliveries and confirms
-        wake theirs once per run (``_on_events``)."""
+        wake theirs once per run (``handle_events``)."""
         name = m.NAME
         requests = self._requests
         if name == "channel.close":
@@ -642,24 +436,9 @@ class Channel:
             requests.popleft().reply = (m, properties, body)
             self._replied.notify_all()
         elif name == "basic.ack" or name == "basic.nack":
-            if self._confirms is not None:
-                ack = cast("BasicAck | BasicNack", m)
-                self._confirms.confirmed(ack.delivery_tag, ack.multiple, ack=name == "basic.ack")
+            self._on_confirm(m, ack=name == "basic.ack")
         elif name == "basic.return":
-            m = cast("BasicReturn", m)
-            assert properties is not None
-            returned = ReturnedMessage(
-                m.reply_code, m.reply_text, m.exchange, m.routing_key, properties, body
-            )
-            if self._confirms is not None:
-                self._confirms.returned(returned)
-            else:
-                log.warning(
-                    "channel %d: message returned (%d %s) without confirm mode",
-                    self.number,
-                    m.reply_code,
-                    m.reply_text,
-                )
+            self._on_return(m, properties, body)
         elif name == "basic.cancel":
             m = cast("BasicCancel", m)
             self._consumers.discard(m.consumer_tag)
@@ -680,18 +459,18 @@ class Channel:
         method = self.spec.method
         with contextlib.suppress(ClientError):
             if m.NAME == "channel.close":
-                self.connection._send_method(self.number, method("channel.close-ok")())
+                self.connection.send_method(self.number, method("channel.close-ok")())
             elif m.NAME == "channel.flow":
                 active = cast("ChannelFlow", m).active
-                self.connection._send_method(self.number, method("channel.flow-ok")(active=active))
+                self.connection.send_method(self.number, method("channel.flow-ok")(active=active))
             elif m.NAME == "basic.cancel":
                 tag = cast("BasicCancel", m).consumer_tag
                 reply = method("basic.cancel-ok")(consumer_tag=tag)
-                self.connection._send_method(self.number, reply)
+                self.connection.send_method(self.number, reply)
         if m.NAME == "channel.close":
-            self.connection._forget_channel(self.number)
+            self.connection.release_channel(self.number)
 
-    def _fail(self, error: ClientError) -> None:
+    def mark_closed(self, error: ClientError) -> None:
         """The channel is closed: wake every waiter with ``error``."""
         with self._lock:
             self._close_under_lock(error)

@@ -6,6 +6,8 @@ the socket, feeds the sans-IO ``protocol.Connection``, hands each method to its 
 writes only heartbeats and the replies the protocol demands (close-ok, flow-ok) under the same
 lock. Lock order, to stay deadlock-free: send lock, then a channel's condition; the I/O
 thread never sends while it holds a channel's condition.
+
+A connection offers its channels ``abc.ChannelHost`` and uses only their ``abc.ChannelPeer``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import cache
 from importlib import metadata
@@ -37,6 +39,7 @@ from amqp_protocol.events import (
 from amqp_protocol.handshake import Handshake, State
 
 from . import sasl
+from .abc import ChannelPeer, EncodedContent
 from .addresses import rotation_for
 from .channel import Channel
 from .exceptions import AMQPConnectionError, ClientError, ConnectionClosed, NoNodeAnswered
@@ -121,7 +124,7 @@ class Connection:
         # TLS objects must not be read and written at once from two threads.
         self._tls_lock: threading.Lock | None = None
         self._state = threading.Condition()  # blocked, channels, _error
-        self._channels: dict[int, Channel] = {}
+        self._channels: dict[int, ChannelPeer] = {}
         self._error: ConnectionClosed | None = None
         self._close_ok = threading.Event()
         #: Called (on whichever thread finds out) when the connection ends other than by
@@ -326,19 +329,20 @@ class Connection:
             ch = Channel(self, number)
             self._channels[number] = ch
         try:
-            ch._open()
+            ch.open()
         except BaseException:
-            self._forget_channel(number)
+            self.release_channel(number)
             raise
         return ch
 
-    def _forget_channel(self, number: int) -> None:
+    def release_channel(self, number: int) -> None:
+        """The channel ``number`` is closed: its number is free again."""
         with self._state:
             self._channels.pop(number, None)
 
     # -- sending (any thread) -----------------------------------------------------------------
 
-    def _send(self, data: bytes, prepare: Callable[[], None] | None = None) -> None:
+    def send(self, data: bytes, prepare: Callable[[], None] | None = None) -> None:
         """Write ``data`` whole. ``prepare`` runs under the send lock just before the write:
         bookkeeping that must follow the wire order (expected replies, sequence numbers)."""
         with self._send_lock:
@@ -357,8 +361,16 @@ class Connection:
                 raise self._error from e  # type: ignore[misc]
             self._last_sent = time.monotonic()
 
-    def _send_method(self, channel: int, method: Method) -> None:
-        self._send(self._proto.send_method(channel, method))
+    def send_method(self, channel: int, method: Method) -> None:
+        self.send(self._proto.send_method(channel, method))
+
+    def encode_method(self, channel: int, method: Method) -> bytes:
+        return self._proto.send_method(channel, method)
+
+    def encode_contents(
+        self, channel: int, class_id: int, contents: Iterable[EncodedContent]
+    ) -> bytes:
+        return self._proto.send_encoded_contents(channel, class_id, contents)
 
     def _check_open(self) -> None:
         if self._error is not None:
@@ -444,7 +456,7 @@ class Connection:
             # A caller holding the send lock is writing, which the server counts as a sign of
             # life; waiting for it could stall this thread's reading behind a slow write.
             with contextlib.suppress(ClientError):
-                self._send(self._proto.send_heartbeat())
+                self.send(self._proto.send_heartbeat())
 
     def _dispatch(self, events: list[Event]) -> None:
         """Hand methods to their channels, a run of consecutive ones per channel at a time
@@ -466,7 +478,7 @@ class Connection:
     def _to_channel(self, run: list[MethodReceived | ContentReceived]) -> None:
         ch = self._channels.get(run[0].channel)
         if ch is not None:
-            ch._on_events(run)
+            ch.handle_events(run)
 
     def _on_connection_method(self, method: Any) -> None:
         name = method.NAME
@@ -479,7 +491,7 @@ class Connection:
             return
         if close_ok is not None:
             with contextlib.suppress(ClientError):
-                self._send_method(0, close_ok)
+                self.send_method(0, close_ok)
             self._fail(
                 ConnectionClosed(
                     method.reply_code, method.reply_text, method.class_id, method.method_id
@@ -493,7 +505,7 @@ class Connection:
                 self.blocked_reason = getattr(method, "reason", "") if self.blocked else ""
                 channels = list(self._channels.values())
             for ch in channels:
-                ch._wake_publishers()
+                ch.wake_publishers()
         else:
             log.warning("ignoring unexpected %s from %s", name, self.params.redacted_url())
 
@@ -504,7 +516,7 @@ class Connection:
         )
         if close is not None:
             with contextlib.suppress(ClientError):
-                self._send_method(0, close)
+                self.send_method(0, close)
         self._fail(ConnectionClosed(err.reply_code, f"protocol error: {err.reply_text}"))
 
     # -- closing ------------------------------------------------------------------------------
@@ -528,7 +540,7 @@ class Connection:
             channels = list(self._channels.values())
             self._state.notify_all()
         for ch in channels:
-            ch._fail(error)
+            ch.mark_closed(error)
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
@@ -540,7 +552,7 @@ class Connection:
         close = self._close_method(200, "Goodbye")
         if close is not None:
             try:
-                self._send_method(0, close)
+                self.send_method(0, close)
                 if not self._close_ok.wait(timeout):
                     log.warning(
                         "no connection.close-ok from %s within %s s: dropping the socket",

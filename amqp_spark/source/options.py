@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 import ssl
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -446,22 +445,12 @@ class SourceOptions:
         if parsed.super_stream is not None:  # keys are checked once the partitions are known
             return parsed
         if isinstance(parsed.starting_offsets, starting.Offsets):
-            parsed._check_queues_named(parsed.starting_offsets.per_queue, "startingOffsets", raw)
-        if isinstance(parsed.ending_offsets, dict):
-            parsed._check_queues_named(parsed.ending_offsets, "endingOffsets", raw)
-        return parsed
-
-    def _check_queues_named(
-        self, per_queue: Mapping[str, object], name: str, raw: Mapping[str, str]
-    ) -> None:
-        unknown = sorted(set(per_queue) - set(self.queues))
-        if unknown:
-            raise OptionError(
-                name,
-                raw_value(raw, name),
-                f"keys among the queues read: {list(self.queues)}",
-                f"unknown queues {unknown}",
+            _check_queues_named(
+                parsed.queues, parsed.starting_offsets.per_queue, "startingOffsets", raw
             )
+        if isinstance(parsed.ending_offsets, dict):
+            _check_queues_named(parsed.queues, parsed.ending_offsets, "endingOffsets", raw)
+        return parsed
 
     def query_checkpoint(self) -> Path | None:
         """``checkpointLocation`` once the query runs: Spark has created the directory and
@@ -484,12 +473,25 @@ class SourceOptions:
         raw = {"startingOffsets": starting.to_json(self.starting_offsets)}
         if isinstance(self.ending_offsets, dict):
             raw["endingOffsets"] = json.dumps(self.ending_offsets, sort_keys=True)
-        checked = dataclass_replace(self, queues=partitions)
         if isinstance(self.starting_offsets, starting.Offsets):
-            checked._check_queues_named(self.starting_offsets.per_queue, "startingOffsets", raw)
+            _check_queues_named(partitions, self.starting_offsets.per_queue, "startingOffsets", raw)
         if isinstance(self.ending_offsets, dict):
-            checked._check_queues_named(self.ending_offsets, "endingOffsets", raw)
+            _check_queues_named(partitions, self.ending_offsets, "endingOffsets", raw)
 
     def start_of(self, queue: str) -> starting.QueueStart:
         """Where ``queue`` starts when the query has no checkpoint."""
         return starting.for_queue(self.starting_offsets, queue)
+
+
+def _check_queues_named(
+    queues: Sequence[str], per_queue: Mapping[str, object], name: str, raw: Mapping[str, str]
+) -> None:
+    """The keys of the per-queue option ``name`` are among the ``queues`` read."""
+    unknown = sorted(set(per_queue) - set(queues))
+    if unknown:
+        raise OptionError(
+            name,
+            raw_value(raw, name),
+            f"keys among the queues read: {list(queues)}",
+            f"unknown queues {unknown}",
+        )
