@@ -76,11 +76,11 @@ def test_basic_get_reports_remaining_count_and_none_when_empty(
     assert channel.basic_get(queue) is None
 
 
-def test_ack_removes_the_message(channel: Channel, queue: str) -> None:
+def test_ack_removes_the_message(connection: Connection, channel: Channel, queue: str) -> None:
     publish(channel, queue, 1)
     channel.basic_ack(get(channel, queue).delivery_tag)
     channel.close()
-    with channel.connection.channel() as again:
+    with connection.channel() as again:
         assert message_count(again, queue) == 0
 
 
