@@ -11,13 +11,16 @@ through ``ConnectSession``; what they return is plain Python data.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import multiprocessing
 import os
 import sys
+import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -156,11 +159,39 @@ def stop() -> None:
         _session = None
 
 
+#: The local Connect server's port is PySpark's fixed 15002 (see ``_connect_session``), one
+#: per machine: a second Connect session at the same time (CI runs the Connect tests on the
+#: newest and the oldest PySpark in two jobs at once) fails with a BindException. Every
+#: session holds this lock while its server may run.
+PORT_LOCK = Path(tempfile.gettempdir()) / "amqp-spark-connect-15002.lock"
+#: How long a session waits for another to finish (the Connect tests take a few minutes).
+PORT_LOCK_WAIT = 1200
+
+
+def _hold_port_lock() -> IO[bytes]:
+    """The port's lock, taken: waits (bounded) while another session holds it."""
+    handle = PORT_LOCK.open("ab")
+    deadline = time.monotonic() + PORT_LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                handle.close()
+                raise TimeoutError(
+                    f"another Spark Connect session held port 15002 ({PORT_LOCK}) for over "
+                    f"{PORT_LOCK_WAIT} s"
+                ) from None
+            time.sleep(1)
+
+
 class ConnectSession:
     """The parent's handle on the child: ``call(f, ...)`` runs ``f(scratch, ...)`` there."""
 
     def __init__(self, scratch: Path) -> None:
         self._scratch = str(scratch)
+        self._port_lock = _hold_port_lock()
         self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
 
     def call(self, function: Callable[..., T], *args: Any) -> T:
@@ -171,3 +202,4 @@ class ConnectSession:
             self._pool.submit(stop).result(timeout=60)
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
+            self._port_lock.close()  # releases the lock
