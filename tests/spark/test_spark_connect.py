@@ -17,7 +17,9 @@ from tests.spark.inputs import bodies, classic_options, stream_options
 from tests.support import connect_session, fixtures
 from tests.support.connect_session import ConnectSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# The first test's setup may wait for another job's Connect session to free port 15002
+# (connect_session.PORT_LOCK) before its own starts: the project's 300 s would not cover both.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
