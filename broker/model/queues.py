@@ -259,7 +259,7 @@ class Queue:
             return False
         ttl = self._ttl(message)
         self._append(message, ttl)
-        if s.overflow in _DROPPING_MODES:
+        if s.overflow in _DROPPING_MODES and self._full():  # a publish rarely overflows
             self._drop_over_limit()
         if self.consumers:
             self.dispatch()
