@@ -69,10 +69,11 @@ def test_a_body_mixing_section_kinds_is_refused() -> None:
 
 
 def test_a_row_written_as_amqp10_reads_back_over_091_with_its_properties() -> None:
-    properties = {
+    headers = {"h": "v", "n": "1", "x-k": "x"}
+    properties: dict[str, object] = {
         "content_type": "application/json",
         "content_encoding": "utf-8",
-        "headers": {"h": "v", "n": "1", "x-k": "x"},
+        "headers": headers,
         "delivery_mode": 2,
         "priority": 3,
         "correlation_id": "c",
@@ -87,7 +88,7 @@ def test_a_row_written_as_amqp10_reads_back_over_091_with_its_properties() -> No
     delivery = to_amqp091(from_amqp091(properties, b"body"), "stream", offset=9)
     assert delivery.body == b"body"
     assert (delivery.exchange, delivery.routing_key) == ("", "stream")
-    expected_headers = {**properties["headers"], "x-stream-offset": 9}
+    expected_headers = {**headers, "x-stream-offset": 9}
     assert delivery.properties == {**properties, "headers": expected_headers}
 
 
