@@ -118,6 +118,21 @@ PUBLISHES_10: list[Message] = [
     Message(body="just a string", body_kind="amqp-value"),
     Message(body=[b"a", b"b"]),
     Message(body=[b"plain"]),
+    Message(body=[1, "x"], body_kind="amqp-value", footer={Symbol("x-f"): "v"}),
+    Message(
+        body=[b"basic"],
+        header=Header(durable=True),
+        message_annotations={
+            "x-basic-priority": UByte(3),
+            "x-basic-expiration": "0500",
+            "x-basic-delivery-mode": UByte(1),
+        },
+    ),
+    Message(
+        body=[b"cc"],
+        message_annotations={"x-cc": ["r1", "r2"], "x-same": "annotation"},
+        application_properties={"x-same": "property", "k" * 300: "too long a key"},
+    ),
 ]
 
 
