@@ -28,6 +28,7 @@ from amqp_protocol.amqp10.message import (
 )
 from amqp_protocol.amqp10.types import (
     Array,
+    Boolean,
     Buffer,
     Char,
     Described,
@@ -64,7 +65,9 @@ class Amqp091Delivery(NamedTuple):
 
 def _value_from_091(value: Any) -> Any:
     """A 0-9-1 field value as RabbitMQ types it in AMQP 1.0 (``from_091``)."""
-    if value is None or isinstance(value, bool | float):
+    if isinstance(value, bool):
+        return Boolean(value)
+    if value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
         return value if -(2**31) <= value < 2**31 else Long(value)
@@ -264,6 +267,8 @@ def _headers_of(annotations: dict[Any, Any], application: dict[Any, Any] | None)
             if type(key) is str and len(key.encode("utf-8")) <= _SHORTSTR_MAX:
                 headers[key] = _value_to_091(value)
     for key, value in annotations.items():
+        if key in _ROUTING_ANNOTATIONS:
+            continue
         if type(key) is not Symbol or not key.startswith("x-") or len(key) > _SHORTSTR_MAX:
             continue
         if key == "x-cc":

@@ -113,15 +113,12 @@ class Message(NamedTuple):
 
 
 def _typed_fields(fields: tuple[Any, ...], types: tuple[Any, ...]) -> list[Any]:
-    """A section's field list as encoded: each value in its field's type, trailing nulls
-    dropped (as the spec allows and RabbitMQ does)."""
-    values = [
+    """A section's field list as encoded: each value in its field's type, every field
+    written (nulls included, as RabbitMQ writes them)."""
+    return [
         None if v is None else (t(v) if t is not None and type(v) is not t else v)
         for v, t in zip(fields, types, strict=True)
     ]
-    while values and values[-1] is None:
-        values.pop()
-    return values
 
 
 def _section(out: bytearray, code: int, value: Any) -> None:

@@ -83,6 +83,13 @@ class Long(_Fixed):
     __slots__ = ()
 
 
+class Boolean(_Fixed):
+    """A boolean (1 or 0) written in the one-byte form ``0x56``, as RabbitMQ writes the
+    booleans it converts from 0-9-1 headers (a plain ``bool`` takes ``0x41``/``0x42``)."""
+
+    __slots__ = ()
+
+
 class Float(float):
     """A ``float`` written as AMQP's 32-bit ``float`` (a plain ``float`` is a ``double``)."""
 
@@ -561,6 +568,7 @@ _ENCODERS: dict[type, Callable[[bytearray, Any], None]] = {
     Short: _signed(0x61, None, _i16),
     Int: _signed(0x71, 0x54, _i32),
     Long: _signed(0x81, 0x55, _i64),
+    Boolean: lambda out, v: out.extend(b"\x56\x01" if v else b"\x56\x00"),
     Float: lambda out, v: out.extend(b"\x72" + _f32.pack(v)),
     Decimal32: lambda out, v: out.extend(b"\x74" + v),
     Decimal64: lambda out, v: out.extend(b"\x84" + v),
