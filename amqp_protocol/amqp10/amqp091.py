@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -110,15 +111,22 @@ def _timestamp_seconds(value: Any) -> int:
 
 
 def from_amqp091_message(
-    properties: Mapping[str, Any],
+    properties: Mapping[str, Any] | object,
     body: bytes,
     exchange: str | None = None,
     routing_key: str | None = None,
 ) -> Message:
     """The AMQP 1.0 message RabbitMQ 4 stores in a stream for a 0-9-1 publish of ``body``
     with ``properties`` (``exchange`` and ``routing_key`` become the ``x-exchange`` and
-    ``x-routing-key`` annotations, as a publish through an exchange gives them)."""
-    get = properties.get
+    ``x-routing-key`` annotations, as a publish through an exchange gives them).
+
+    ``properties`` is a mapping of the basic properties present, or an object with them as
+    attributes (``amqp_protocol``'s basic properties class: no dict made per message)."""
+    get = (
+        properties.get
+        if isinstance(properties, Mapping)
+        else functools.partial(_attribute, properties)
+    )
     headers: Mapping[str, Any] = get("headers") or {}
     expiration = get("expiration")
     priority = get("priority")
@@ -174,8 +182,12 @@ def from_amqp091_message(
 _NO_PROPERTIES = Properties()
 
 
+def _attribute(properties: object, name: str) -> Any:
+    return getattr(properties, name, None)
+
+
 def from_amqp091(
-    properties: Mapping[str, Any],
+    properties: Mapping[str, Any] | object,
     body: bytes,
     exchange: str | None = None,
     routing_key: str | None = None,

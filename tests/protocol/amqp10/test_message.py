@@ -97,3 +97,12 @@ def test_a_decimal_header_has_no_stored_form() -> None:
 
     with pytest.raises(ValueError, match="decimal header value"):
         from_amqp091({"headers": {"d": decimal.Decimal("1.5")}}, b"")
+
+
+def test_basic_properties_objects_convert_as_their_fields_do() -> None:
+    from amqp_protocol import SPEC_0_9_1
+
+    basic = SPEC_0_9_1.properties("basic")(
+        content_type="text/plain", headers={"h": "v"}, delivery_mode=2, timestamp=5
+    )
+    assert from_amqp091(basic, b"b") == from_amqp091(basic.present(), b"b")
