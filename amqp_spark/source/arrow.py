@@ -101,7 +101,6 @@ def to_record_batch(
     """
     n = len(deliveries)
     props = list(map(operator.attrgetter("properties"), deliveries))
-    schema = source_arrow_schema()
     columns: dict[str, pa.Array | list[Any]] = {
         name: list(map(operator.attrgetter(name), deliveries)) for name in _DELIVERY_FIELDS
     }
@@ -110,6 +109,15 @@ def to_record_batch(
     columns["offset"] = (
         list(map(stream_offset_of, deliveries)) if with_offsets else pa.nulls(n, pa.int64())
     )
+    return record_batch_of(columns)
+
+
+def record_batch_of(columns: dict[str, pa.Array | list[Any]]) -> pa.RecordBatch:
+    """The record batch of one value list (or array) per column of the schema, with
+    ``timestamp`` in whole seconds and ``headers`` as the codec's dicts (or None): what a
+    0-9-1 delivery has, and what ``amqp_protocol.amqp10.columns`` gives of a stored stream
+    message. Consumes ``columns``."""
+    schema = source_arrow_schema()
     columns["timestamp"] = _timestamps(columns.pop("timestamp"), schema.field("timestamp").type)
     columns["headers"] = _headers(columns.pop("headers"), schema.field("headers").type)
     arrays = [_array(columns[field.name], field.type) for field in schema]

@@ -104,6 +104,22 @@ def _source_uri(value: str) -> str:
 
 SOURCE_URI = Parser(URI_ACCEPTED, _source_uri, redact=True)
 
+STREAM_URI_ACCEPTED = "rabbitmq-stream://user:password@host:port/vhost or rabbitmq-stream+tls://..."
+
+
+def _stream_uri(value: str) -> str:
+    """A URI the stream client accepts (checked at ``load()``)."""
+    from amqp_spark.client.stream import parse_stream_url
+
+    try:
+        parse_stream_url(value.strip())
+    except ValueError as e:
+        raise Refused(str(e)) from None
+    return value.strip()
+
+
+STREAM_URI = Parser(STREAM_URI_ACCEPTED, _stream_uri, redact=True)
+
 #: The largest prefetch one AMQP consumer can have (basic.qos prefetch-count is a short).
 CONSUMER_PREFETCH_MAX = 65535
 #: The largest ``prefetch``: what the driver may hold unacked per classic queue.
@@ -387,6 +403,36 @@ class SourceOptions:
         "a super stream made with `--routing-keys`; without it (or when it does not answer) "
         "the partitions are `<name>-0`, `<name>-1`, ... as `--partitions` names them.",
     )
+    stream_protocol: str = option(
+        "streamProtocol",
+        one_of(("auto", "stream", "amqp")),
+        default="auto",
+        default_doc="`auto`",
+        doc="streams: `stream` reads over RabbitMQ's stream protocol (`streamUri`), `amqp` "
+        "over AMQP 0-9-1, `auto` the stream protocol when the broker answers on it",
+        requires=_STREAM_ONLY,
+        details="stream only: how stream queues and super streams are read. `stream`: over "
+        "RabbitMQ's stream protocol (port 5552, plugin `rabbitmq_stream`; the driver asks "
+        "each stream's first and last chunk, executors read chunks straight into Arrow); "
+        "`amqp`: over AMQP 0-9-1 (a tail consumer per stream on the driver); `auto`: the "
+        "stream protocol when the broker answers on `streamUri` when the query starts, else "
+        "AMQP 0-9-1, with one log line saying which and why. Not yet over the stream "
+        "protocol: `filterValues` (`auto` reads such a query over 0-9-1, `stream` refuses "
+        "it). See docs/source.md, Stream protocol.",
+    )
+    stream_uri: str | None = option(
+        "streamUri",
+        STREAM_URI,
+        default_doc="the `uri`'s hosts, user, password and vhost on port 5552",
+        doc="with `streamProtocol`: `rabbitmq-stream://user:password@host:port/vhost`",
+        requires=_STREAM_ONLY,
+        details="the stream protocol's endpoint, `rabbitmq-stream://user:password@host:port/"
+        "vhost` (or `rabbitmq-stream+tls://`, port 5551), as RabbitMQ's stream clients write "
+        "it; query parameters `heartbeat`, `frame_max`, `connection_timeout` (ms). Not set: "
+        "the `uri`'s hosts (with `addresses`, every address), user, password and vhost on "
+        "port 5552 (`amqps`: `rabbitmq-stream+tls` on 5551). Passwords never appear in "
+        "errors or logs.",
+    )
     given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
     @property
@@ -441,6 +487,13 @@ class SourceOptions:
                 "exactly one of 'queue' (comma-separated names), 'exchange' (with "
                 "'bindingKeys') or 'superStream'",
                 _also_set(named),
+            )
+        if parsed.stream_protocol == "stream" and parsed.filter_values:
+            raise OptionError(
+                "streamProtocol",
+                "stream",
+                "'auto' or 'amqp' with 'filterValues' (read over AMQP 0-9-1)",
+                "filterValues is not yet supported over the stream protocol",
             )
         if parsed.super_stream is not None:  # keys are checked once the partitions are known
             return parsed

@@ -29,6 +29,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from amqp_protocol.generated import stream as c
@@ -74,13 +75,17 @@ def connect(
     properties: dict[str, str] | None = None,
     retries: int = 0,
     sleep: Callable[[float], None] = time.sleep,
+    connection_timeout: float | None = None,
 ) -> StreamClient:
     """An open connection to the broker at ``url`` (see ``parameters``), trying each
     address it names once per attempt, from the one this process's rotation puts first,
     and ``1 + retries`` attempts with ``client.backoff``'s pauses. ``StreamNoNodeAnswered``
     (naming each address and why) when every attempt failed on several addresses, else the
-    one address's ``StreamConnectionError``. ``properties`` go into ``PeerProperties``."""
+    one address's ``StreamConnectionError``. ``properties`` go into ``PeerProperties``;
+    ``connection_timeout`` (seconds) replaces the URI's."""
     targets = parse_stream_url(url, ssl_context=ssl_context)
+    if connection_timeout is not None:
+        targets = tuple(replace(t, connection_timeout=connection_timeout) for t in targets)
     by_address = {params.address: params for params in targets}
     rotation = rotation_for(by_address)
     failures: list[tuple[str, BaseException]] = []

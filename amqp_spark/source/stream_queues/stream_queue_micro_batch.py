@@ -1,15 +1,18 @@
-"""The micro-batch reader of stream queues: exact offset ranges, read by the executors.
+"""The micro-batch readers of stream queues: exact offset ranges, read by the executors.
 
-The runner holds :class:`~amqp_spark.source.stream_queues.ranges.StreamTails` (where each
+The runner holds a :class:`~amqp_spark.source.stream_queues.ends.StreamEnds` (where each
 stream queue ends); a batch is a range of offsets per queue that any executor reads again the
-same way, so nothing is acked at Spark's commit: a stream queue keeps its messages.
+same way, so nothing is acked at Spark's commit: a stream queue keeps its messages. This
+module's reader learns the ends and reads the ranges over AMQP 0-9-1
+(:class:`~amqp_spark.source.stream_queues.ranges.StreamTails`); ``stream_protocol_micro_batch``
+holds the stream protocol's.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -17,17 +20,18 @@ from pyspark.sql.datasource import InputPartition
 from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.stream_queues.ends import StreamEnds
 from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges, read_range
 from amqp_spark.spark_api import ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
 
 
-class StreamQueueMicroBatchReader(MicroBatchReader[StreamTails]):
-    """``readStream`` of queues with ``queueType`` 'stream'."""
+Ends = TypeVar("Ends", bound=StreamEnds)
 
-    def _new_state(self) -> StreamTails:
-        return StreamTails(self.options)
+
+class StreamRangesMicroBatchReader(MicroBatchReader[Ends]):
+    """What the stream readers of either protocol share: offsets from their ``Ends``."""
 
     def _initial(self) -> dict[str, Any]:
         return self._runner_state().initial().to_dict()
@@ -52,6 +56,16 @@ class StreamQueueMicroBatchReader(MicroBatchReader[StreamTails]):
             return None
         return {"kind": "stream", "queues": self._state.report()}
 
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: a stream keeps its messages, and ranges replay exactly."""
+
+
+class StreamQueueMicroBatchReader(StreamRangesMicroBatchReader[StreamTails]):
+    """``readStream`` of queues with ``queueType`` 'stream', over AMQP 0-9-1."""
+
+    def _new_state(self) -> StreamTails:
+        return StreamTails(self.options)
+
     def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         """The batch's ranges. Whether retention removed some of them is found by the
         executors that read them (see :mod:`~amqp_spark.source.stream_queues.data_loss`), not
@@ -66,6 +80,3 @@ class StreamQueueMicroBatchReader(MicroBatchReader[StreamTails]):
         if not isinstance(partition, StreamRangePartition):
             raise TypeError(f"amqp source: not a stream range: {partition!r}")
         yield from read_range(partition)
-
-    def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: a stream keeps its messages, and ranges replay exactly."""
