@@ -29,6 +29,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="TCP port (default 5672)")
     p.add_argument(
+        "--stream-port",
+        type=int,
+        default=None,
+        help="TCP port of RabbitMQ's stream protocol (default 5552; 0: none)",
+    )
+    p.add_argument(
         "--data-dir",
         default=None,
         help=f"where durable state is kept (default {default_data_dir()})",
@@ -98,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
+    if args.stream_port is not None:
+        config.stream_port = args.stream_port or None
     if args.in_memory:
         config.data_dir = None
     elif not config.data_dir:

@@ -1,0 +1,91 @@
+"""The stream protocol's listeners (plain, and TLS when the broker has a ``[tls]``
+section with a ``stream_port``), their connections and the chunk caches they share."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from typing import TYPE_CHECKING
+
+from .. import tls
+from ..config import BrokerConfig
+from ..streams.queue import StreamQueue
+from .connection import StreamConnection
+from .messages import ChunkCache
+
+if TYPE_CHECKING:
+    from ..server.app import BrokerServer
+
+log = logging.getLogger("broker.stream")
+
+#: The largest frame the server accepts and offers in Tune (RabbitMQ's default).
+FRAME_MAX = 1_048_576
+#: Seconds a connection gets to close when the broker stops.
+_SHUTDOWN_GRACE = 1.0
+
+
+class StreamListener:
+    def __init__(self, server: BrokerServer) -> None:
+        self.server = server
+        self.config: BrokerConfig = server.config
+        self.loop = server.loop
+        self.frame_max = FRAME_MAX
+        self.connections: set[StreamConnection] = set()
+        self._listeners: list[asyncio.Server] = []
+        self._caches: weakref.WeakKeyDictionary[StreamQueue, ChunkCache] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.port = 0
+        self.tls_port = 0
+
+    async def start(self) -> None:
+        """Listen on ``stream_port`` (and the TLS section's ``stream_port``); 0 is an
+        ephemeral port, None no listener."""
+        config = self.config
+        host = config.host
+        if config.tls is not None and config.tls.stream_port is not None:
+            secure = await self.loop.create_server(
+                lambda: StreamConnection(self),
+                host,
+                config.tls.stream_port,
+                ssl=tls.server_context(config.tls),
+                ssl_handshake_timeout=tls.TLS_HANDSHAKE_TIMEOUT,
+            )
+            self._listeners.append(secure)
+            self.tls_port = tls.bound_port(secure)
+            log.info(
+                "broker listening for the stream protocol over TLS on %s:%d", host, self.tls_port
+            )
+        if config.stream_port is not None:
+            plain = await self.loop.create_server(
+                lambda: StreamConnection(self), host, config.stream_port
+            )
+            self._listeners.append(plain)
+            self.port = tls.bound_port(plain)
+            log.info("broker listening for the stream protocol on %s:%d", host, self.port)
+
+    def close(self) -> None:
+        for listener in self._listeners:
+            listener.close()
+        self._listeners.clear()
+        for conn in list(self.connections):
+            if conn.transport is not None:
+                conn.transport.abort()
+
+    def chunk_cache(self, queue: StreamQueue) -> ChunkCache:
+        cache = self._caches.get(queue)
+        if cache is None:
+            cache = self._caches[queue] = ChunkCache()
+        return cache
+
+    def advertised(self, conn: StreamConnection) -> tuple[str, int]:
+        """The host and port a client of ``conn`` reaches this listener at (Metadata, Open):
+        the address it connected to."""
+        assert conn.transport is not None
+        host, port = conn.transport.get_extra_info("sockname")[:2]
+        return str(host), int(port)
+
+    def peer_common_name(self, conn: StreamConnection) -> str | None:
+        assert conn.transport is not None
+        return tls.peer_common_name(conn.transport)
