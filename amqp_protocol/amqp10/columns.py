@@ -14,50 +14,41 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from amqp_protocol.amqp10.amqp091 import amqp091_view
-from amqp_protocol.amqp10.message import decode_message
+from amqp_protocol.amqp10.amqp091 import PROPERTY_FIELDS, body_091, delivery_fields
+from amqp_protocol.amqp10.message import DATA, split_sections
+from amqp_protocol.amqp10.types import Buffer
 
-#: The basic properties the columns carry, in the schema's order.
-PROPERTY_COLUMNS: tuple[str, ...] = (
-    "timestamp",
-    "content_type",
-    "content_encoding",
-    "delivery_mode",
-    "priority",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "type",
-    "user_id",
-    "app_id",
-    "headers",
-)
-COLUMNS: tuple[str, ...] = ("body", "routing_key", "exchange", "offset", *PROPERTY_COLUMNS)
+#: The columns ``decode_columns`` fills, the basic properties in ``PROPERTY_FIELDS``' order.
+COLUMNS: tuple[str, ...] = ("body", "offset", *PROPERTY_FIELDS, "exchange", "routing_key")
 
 
 def decode_columns(
-    records: Iterable[bytes | memoryview], queue: str, first_offset: int
+    records: Iterable[Buffer], queue: str, first_offset: int
 ) -> dict[str, list[Any]]:
     """The columns of ``records``, consecutive entries of stream ``queue`` from
     ``first_offset`` on (each gets its ``x-stream-offset`` header, as over 0-9-1)."""
-    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
-    bodies, routing_keys, exchanges, offsets = (
-        columns["body"],
-        columns["routing_key"],
-        columns["exchange"],
-        columns["offset"],
-    )
-    properties = [(name, columns[name]) for name in PROPERTY_COLUMNS]
+    bodies: list[bytes] = []
+    offsets: list[int] = []
+    rows: list[tuple[Any, ...]] = []
     offset = first_offset
     for record in records:
-        delivery = amqp091_view(decode_message(record), queue, offset)
-        bodies.append(delivery.body)
-        routing_keys.append(delivery.routing_key)
-        exchanges.append(delivery.exchange)
+        sections = split_sections(record)
+        rows.append(
+            delivery_fields(
+                sections.header,
+                sections.message_annotations,
+                sections.properties,
+                sections.application_properties,
+                sections.body_code == DATA,
+                queue,
+                offset,
+            )
+        )
+        bodies.append(body_091(sections, record))
         offsets.append(offset)
-        get = delivery.properties.get
-        for name, column in properties:
-            column.append(get(name))
         offset += 1
+    columns: dict[str, list[Any]] = {"body": bodies, "offset": offsets}
+    transposed = list(zip(*rows, strict=True)) if rows else [()] * (len(COLUMNS) - 2)
+    for name, column in zip(COLUMNS[2:], transposed, strict=True):
+        columns[name] = list(column)
     return columns

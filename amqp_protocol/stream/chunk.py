@@ -54,6 +54,7 @@ __all__ = [
     "Compression",
     "ParsedChunk",
     "SubBatch",
+    "SubBatchEntry",
     "UnsupportedCompression",
     "build_chunk",
     "chunk_records",
@@ -61,6 +62,7 @@ __all__ = [
     "encode_sub_batch",
     "parse_chunk",
     "parse_chunk_header",
+    "read_sub_batch_entry",
 ]
 
 #: The chunk header: magic+version, type, entries, records, timestamp, epoch, chunk id
@@ -153,6 +155,48 @@ class SubBatch(NamedTuple):
     compression: Compression = Compression.NONE
 
 
+class SubBatchEntry(NamedTuple):
+    """A sub-batch entry as it travels: header fields and the (compressed) body as is.
+
+    What a ``Publish`` of a sub-batch carries; :func:`build_chunk` stores it unchanged.
+    """
+
+    compression: int
+    num_records: int
+    uncompressed_length: int
+    body: bytes | memoryview
+
+    def encode(self) -> bytes:
+        """The entry: its 11-byte header and its body."""
+        head = _SUB_BATCH.pack(
+            0x80 | (self.compression << 4),
+            self.num_records,
+            self.uncompressed_length,
+            len(self.body),
+        )
+        return head + self.body
+
+    def records(self) -> list[memoryview]:
+        """The records of the sub-batch (decompressed when gzip)."""
+        records: list[memoryview] = []
+        _sub_batch_records(memoryview(self.encode()), 0, records)
+        return records
+
+
+def read_sub_batch_entry(data: memoryview, pos: int) -> tuple[SubBatchEntry, int]:
+    """The sub-batch entry at ``pos`` of ``data`` (its body a slice of it) and its end."""
+    if len(data) - pos < _SUB_BATCH.size:
+        raise ChunkError(f"data ends at byte {pos} inside a sub-batch header")
+    flags, count, uncompressed, length = _SUB_BATCH.unpack_from(data, pos)
+    start = pos + _SUB_BATCH.size
+    if start + length > len(data):
+        raise ChunkError(
+            f"sub-batch at byte {pos} is {length} bytes: only {len(data) - start} are left"
+        )
+    entry = SubBatchEntry((flags >> 4) & 0x7, count, uncompressed, data[start : start + length])
+    return entry, start + length
+
+
 def parse_chunk_header(buf: bytes | bytearray | memoryview, offset: int = 0) -> ChunkHeader:
     """The header of the chunk at ``offset`` of ``buf``; :class:`ChunkError` if it is not one."""
     if len(buf) - offset < HEADER.size:
@@ -243,24 +287,14 @@ def chunk_records(data: memoryview, num_entries: int) -> list[memoryview]:
 
 def _sub_batch_records(data: memoryview, pos: int, records: list[memoryview]) -> int:
     """Append the records of the sub-batch entry at ``pos`` to ``records``; its end."""
-    if len(data) - pos < 11:
-        raise ChunkError(f"chunk data ends at byte {pos} inside a sub-batch header")
-    flags, count, uncompressed, length = _SUB_BATCH.unpack_from(data, pos)
-    body_start = pos + 11
-    body_end = body_start + length
-    if body_end > len(data):
-        raise ChunkError(
-            f"sub-batch at byte {pos} is {length} bytes: only {len(data) - body_start} are left"
-        )
-    compression = (flags >> 4) & 0x7
-    body = data[body_start:body_end]
-    if compression == Compression.GZIP:
-        body = memoryview(_gunzip(body, uncompressed, pos))
-    elif compression != Compression.NONE:
-        raise UnsupportedCompression(compression)
-    inner = chunk_records(body, count)
-    records += inner
-    return body_end
+    entry, end = read_sub_batch_entry(data, pos)
+    body = entry.body if isinstance(entry.body, memoryview) else memoryview(entry.body)
+    if entry.compression == Compression.GZIP:
+        body = memoryview(_gunzip(body, entry.uncompressed_length, pos))
+    elif entry.compression != Compression.NONE:
+        raise UnsupportedCompression(entry.compression)
+    records += chunk_records(body, entry.num_records)
+    return end
 
 
 def _gunzip(body: memoryview, uncompressed: int, pos: int) -> bytes:
@@ -296,14 +330,14 @@ def encode_sub_batch(batch: SubBatch) -> bytes:
     return head + body
 
 
-def _simple_entry(record: bytes) -> bytes:
+def _simple_entry(record: bytes | memoryview) -> bytes:
     if len(record) > _MAX_SIMPLE_SIZE:
         raise ChunkError(f"a record is at most {_MAX_SIMPLE_SIZE} bytes: got {len(record)}")
-    return _U32.pack(len(record)) + record
+    return _U32.pack(len(record)) + bytes(record)
 
 
 def build_chunk(
-    entries: Iterable[bytes | SubBatch],
+    entries: Iterable[bytes | memoryview | SubBatch | SubBatchEntry],
     *,
     first_offset: int,
     timestamp: int,
@@ -314,7 +348,8 @@ def build_chunk(
 ) -> bytes:
     """A chunk in its stored form, as Osiris's ``make_chunk/7`` writes it.
 
-    ``entries`` are records (simple entries) or :class:`SubBatch` es; ``first_offset`` is
+    ``entries`` are records (simple entries), :class:`SubBatch` es to encode or
+    :class:`SubBatchEntry` s as published; ``first_offset`` is
     the offset of the first record, ``timestamp`` milliseconds since the epoch. ``bloom``
     is the bloom filter as stored (empty when no entry has a filter value) and ``trailer``
     the tracking entries.
@@ -327,6 +362,9 @@ def build_chunk(
         if isinstance(entry, SubBatch):
             parts.append(encode_sub_batch(entry))
             num_records += len(entry.records)
+        elif isinstance(entry, SubBatchEntry):
+            parts.append(entry.encode())
+            num_records += entry.num_records
         else:
             parts.append(_simple_entry(entry))
             num_records += 1
