@@ -1,0 +1,110 @@
+"""The bundled broker's stream listener: deduplication and stored offsets across a restart
+with a data directory, bad frames closing only their connection, permissions as on 0-9-1,
+the listener's port plumbing."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from broker import Broker
+from broker.cli import parse_args
+from tests.stream_protocol.conftest import Endpoints
+from tests.stream_protocol.raw_client import OK, RawClient, string
+
+ACCESS_REFUSED = 16
+UNKNOWN_FRAME = 13
+FRAME_TOO_LARGE = 14
+PRECONDITION_FAILED = 17
+
+
+def _opened(uri: str) -> RawClient:
+    client = RawClient(uri)
+    assert client.handshake() == OK
+    return client
+
+
+def test_deduplication_and_offsets_survive_a_restart(tmp_path: Path) -> None:
+    data_dir = str(tmp_path / "data")
+    with Broker(data_dir=data_dir) as b, _opened(b.stream_url) as c:
+        assert c.create("kept") == OK
+        assert c.declare_publisher(1, "writer", "kept") == OK
+        c.publish(1, [(1, b"one"), (2, b"two")])
+        assert c.confirmed() == (1, [1, 2])
+        c.send(0x0A, string("reader") + string("kept") + struct.pack(">Q", 1))
+        assert c.request(0x0B, string("reader") + string("kept"))[0] == OK
+    with Broker(data_dir=data_dir) as b, _opened(b.stream_url) as c:
+        assert c.publisher_sequence("writer", "kept") == (OK, 2)
+        code, body = c.request(0x0B, string("reader") + string("kept"))
+        assert (code, body.take(">Q")) == (OK, 1)
+        assert c.declare_publisher(1, "writer", "kept") == OK
+        c.publish(1, [(2, b"two again"), (3, b"three")])
+        assert c.confirmed() == (1, [2, 3])
+        assert c.subscribe(1, "kept") == OK
+        records: list[bytes] = []
+        while len(records) < 3:
+            records += c.delivered()[2]
+        assert records == [b"one", b"two", b"three"]
+
+
+def test_unknown_command_closes_that_connection_alone(bundled_endpoints: Endpoints) -> None:
+    with _opened(bundled_endpoints.stream) as bad, _opened(bundled_endpoints.stream) as good:
+        bad.send(0x7777, b"")
+        code, reason = bad.closed_with()
+        assert code == UNKNOWN_FRAME and "0x7777" in reason
+        assert bad.read_frame() is None  # then the socket
+        assert good.create("still-serving") == OK
+        assert good.delete("still-serving") == OK
+
+
+def test_truncated_command_is_an_unknown_frame(bundled_endpoints: Endpoints) -> None:
+    with _opened(bundled_endpoints.stream) as c:
+        c.send(0x0D, struct.pack(">I", 1) + struct.pack(">h", 40) + b"short")
+        assert c.closed_with()[0] == UNKNOWN_FRAME
+
+
+def test_frame_over_the_limit_is_refused_before_it_is_read(
+    bundled_endpoints: Endpoints,
+) -> None:
+    with RawClient(bundled_endpoints.stream) as c:
+        c.sock.sendall(struct.pack(">I", 64 << 20) + b"\0\x11\0\x01")
+        assert c.closed_with()[0] == FRAME_TOO_LARGE
+
+
+def test_commands_before_open_are_refused(bundled_endpoints: Endpoints) -> None:
+    with RawClient(bundled_endpoints.stream) as c:
+        c.send(0x0D, struct.pack(">I", 1) + string("sneaky") + struct.pack(">i", 0))
+        code, reason = c.closed_with()
+        assert code == PRECONDITION_FAILED and "Create" in reason
+
+
+def test_permissions_apply_as_on_091() -> None:
+    config = {
+        "users": {
+            "guest": {"password": "guest"},
+            "reader": {
+                "password": "pw",
+                "permissions": {"/": {"configure": "^$", "write": "^$", "read": ".*"}},
+            }
+        }
+    }
+    with Broker(config=config) as b:
+        with _opened(b.stream_url) as admin:
+            assert admin.create("guarded") == OK
+        uri = f"rabbitmq-stream://reader:pw@127.0.0.1:{b.stream_port}/%2F"
+        with _opened(uri) as c:
+            assert c.create("mine") == ACCESS_REFUSED
+            assert c.delete("guarded") == ACCESS_REFUSED
+            assert c.declare_publisher(1, "", "guarded") == ACCESS_REFUSED
+            assert c.subscribe(1, "guarded") == OK
+
+
+def test_stream_port_option_and_no_listener() -> None:
+    assert parse_args(["--stream-port", "0"]).stream_port == 0
+    with Broker(stream_port=None) as b:
+        try:
+            b.stream_port
+        except RuntimeError as e:
+            assert "no stream protocol listener" in str(e)
+        else:
+            raise AssertionError("a broker without a stream listener reported a port")
