@@ -1,6 +1,6 @@
 """What the stream protocol's commands do to the broker's model (streams, super streams,
-statistics), as ``rabbit_stream_manager`` does it, and the response heads they answer
-with. The connection parses and writes frames; this module decides the codes.
+statistics), as ``rabbit_stream_manager`` does it, and the codes they answer with. The
+connection decodes and writes frames; this module decides the codes.
 """
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amqp_protocol import errors
+from amqp_protocol.generated.stream_codes import ResponseCode as Code
 
 from ..model.exchanges import Exchange
 from ..streams.chunk_filter import FILTER_ARGUMENT, MATCH_UNFILTERED_ARGUMENT
 from ..streams.queue import StreamQueue
-from .wire import RESPONSE, Code, Key, Writer
 
 if TYPE_CHECKING:
     from .connection import StreamConnection
@@ -29,21 +29,6 @@ STREAM_ARGUMENTS = {
 }
 SUPER_STREAM_ARGUMENT = "x-super-stream"
 PARTITION_ORDER_ARGUMENT = "x-stream-partition-order"
-
-
-def ok(key: Key, correlation_id: int, code: Code = Code.OK) -> Writer:
-    """A response's head: key, version 1, correlation id, code; the caller adds the rest."""
-    return Writer(key | RESPONSE).u32(correlation_id).u16(code)
-
-
-def code(key: Key, correlation_id: int, response_code: Code) -> bytes:
-    """A response that is its code alone."""
-    return ok(key, correlation_id, response_code).frame()
-
-
-def ok_map(key: Key, correlation_id: int, response_code: Code) -> bytes:
-    """A response with its code and an empty map (StreamStats' refusals)."""
-    return ok(key, correlation_id, response_code).count(0).frame()
 
 
 def _valid_name(name: str) -> bool:
