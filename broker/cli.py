@@ -22,6 +22,7 @@ from .management import ManagementPortError, ctl, streams_ctl
 from .server.app import BrokerServer
 from .server.descriptors import OpenFilesLimitError
 from .store import StoreError, default_data_dir
+from .stream_server.listener import StreamPortError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -83,7 +84,7 @@ async def serve(config: BrokerConfig) -> None:
     server = BrokerServer(config, loop)
     try:
         await server.start()
-    except ManagementPortError as e:
+    except (ManagementPortError, StreamPortError) as e:
         await server.shutdown()
         raise SystemExit(f"amqp-broker: {e}") from None
     freeze_start_up_heap()

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .. import tls
 from ..config import BrokerConfig
@@ -23,6 +24,23 @@ log = logging.getLogger("broker.stream")
 FRAME_MAX = 1_048_576
 #: Seconds a connection gets to close when the broker stops.
 _SHUTDOWN_GRACE = 1.0
+
+
+class StreamPortError(OSError):
+    """The stream protocol's port cannot be listened on; the message says which and why."""
+
+
+async def _listen(
+    factory: Callable[[], asyncio.Protocol], host: str, port: int, **options: Any
+) -> asyncio.Server:
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.create_server(factory, host, port, **options)
+    except OSError as e:
+        raise StreamPortError(
+            f"cannot listen for the stream protocol on {host}:{port}: {e.strerror or e} "
+            "(--stream-port PORT chooses another, 0 none)"
+        ) from None
 
 
 class StreamListener:
@@ -45,7 +63,7 @@ class StreamListener:
         config = self.config
         host = config.host
         if config.tls is not None and config.tls.stream_port is not None:
-            secure = await self.loop.create_server(
+            secure = await _listen(
                 lambda: StreamConnection(self),
                 host,
                 config.tls.stream_port,
@@ -58,9 +76,7 @@ class StreamListener:
                 "broker listening for the stream protocol over TLS on %s:%d", host, self.tls_port
             )
         if config.stream_port is not None:
-            plain = await self.loop.create_server(
-                lambda: StreamConnection(self), host, config.stream_port
-            )
+            plain = await _listen(lambda: StreamConnection(self), host, config.stream_port)
             self._listeners.append(plain)
             self.port = tls.bound_port(plain)
             log.info("broker listening for the stream protocol on %s:%d", host, self.port)

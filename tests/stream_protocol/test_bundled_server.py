@@ -5,10 +5,14 @@ the listener's port plumbing."""
 from __future__ import annotations
 
 import struct
+import urllib.parse
 from pathlib import Path
+
+import pytest
 
 from broker import Broker
 from broker.cli import parse_args
+from broker.stream_server.listener import StreamPortError
 from tests.stream_protocol.conftest import Endpoints
 from tests.stream_protocol.raw_client import OK, RawClient, string
 
@@ -85,7 +89,7 @@ def test_permissions_apply_as_on_091() -> None:
             "reader": {
                 "password": "pw",
                 "permissions": {"/": {"configure": "^$", "write": "^$", "read": ".*"}},
-            }
+            },
         }
     }
     with Broker(config=config) as b:
@@ -101,10 +105,12 @@ def test_permissions_apply_as_on_091() -> None:
 
 def test_stream_port_option_and_no_listener() -> None:
     assert parse_args(["--stream-port", "0"]).stream_port == 0
-    with Broker(stream_port=None) as b:
-        try:
-            b.stream_port
-        except RuntimeError as e:
-            assert "no stream protocol listener" in str(e)
-        else:
-            raise AssertionError("a broker without a stream listener reported a port")
+    with Broker(stream_port=None) as b, pytest.raises(RuntimeError, match="no stream protocol"):
+        _ = b.stream_port
+
+
+def test_a_taken_stream_port_is_a_clear_error(bundled_endpoints: Endpoints) -> None:
+    taken = urllib.parse.urlsplit(bundled_endpoints.stream).port
+    broker = Broker(stream_port=taken)
+    with pytest.raises(StreamPortError, match=f"stream protocol on 127.0.0.1:{taken}"):
+        broker.start()
