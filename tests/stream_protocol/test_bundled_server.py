@@ -4,8 +4,11 @@ the listener's port plumbing."""
 
 from __future__ import annotations
 
+import base64
+import json
 import struct
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -114,3 +117,14 @@ def test_a_taken_stream_port_is_a_clear_error(bundled_endpoints: Endpoints) -> N
     broker = Broker(stream_port=taken)
     with pytest.raises(StreamPortError, match=f"stream protocol on 127.0.0.1:{taken}"):
         broker.start()
+
+
+def test_management_overview_lists_the_stream_listener() -> None:
+    with Broker() as b:
+        request = urllib.request.Request(b.management_url + "api/overview")
+        request.add_header("Authorization", "Basic " + base64.b64encode(b"guest:guest").decode())
+        with urllib.request.urlopen(request, timeout=10) as response:
+            overview = json.load(response)
+        port = b.stream_port
+    listeners = {entry["protocol"]: entry["port"] for entry in overview["listeners"]}
+    assert listeners["stream"] == port
