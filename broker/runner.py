@@ -94,6 +94,13 @@ class Broker:
         return self._server.streams.port
 
     @property
+    def stream_tls_port(self) -> int:
+        """The stream protocol's TLS listener's bound port (``[tls]`` ``stream_port``)."""
+        if self._server is None or not self._server.streams.tls_port:
+            raise RuntimeError("the broker has no stream protocol TLS listener running")
+        return self._server.streams.tls_port
+
+    @property
     def stream_url(self) -> str:
         """``rabbitmq-stream://guest:guest@host:port/%2F``, the URI stream clients take."""
         return f"rabbitmq-stream://guest:guest@{self.config.host}:{self.stream_port}/%2F"

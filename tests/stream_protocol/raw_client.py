@@ -118,12 +118,12 @@ class RawClient:
             if frame.key == key:
                 return self.pending.pop(i)
         while True:
-            frame = self.read_frame()
-            if frame is None:
+            received = self.read_frame()
+            if received is None:
                 raise ConnectionError(f"closed while waiting for frame 0x{key:04x}")
-            if frame.key == key:
-                return frame
-            self.pending.append(frame)
+            if received.key == key:
+                return received
+            self.pending.append(received)
 
     def exchange(self, key: int, payload: bytes = b"", version: int = 1) -> Cursor:
         """Send a request with a fresh correlation id; its response after the correlation
