@@ -15,7 +15,7 @@ from ..streams.chunk_filter import FILTER_ARGUMENT, MATCH_UNFILTERED_ARGUMENT
 from ..streams.queue import StreamQueue
 
 if TYPE_CHECKING:
-    from .connection import StreamConnection
+    from .abc import Session
 
 #: Create's arguments -> the queue argument and whether it is an integer (RabbitMQ's
 #: ``stream_queue_arguments``); other arguments are ignored, as RabbitMQ ignores them.
@@ -54,7 +54,7 @@ def queue_arguments(arguments: dict[str, str]) -> dict[str, Any] | None:
     return out
 
 
-def create_stream(conn: StreamConnection, name: str, arguments: dict[str, str]) -> Code:
+def create_stream(conn: Session, name: str, arguments: dict[str, str]) -> Code:
     assert conn.vhost is not None
     if not _valid_name(name):
         return Code.PRECONDITION_FAILED
@@ -72,7 +72,7 @@ def create_stream(conn: StreamConnection, name: str, arguments: dict[str, str]) 
     return Code.OK
 
 
-def delete_stream(conn: StreamConnection, name: str) -> Code:
+def delete_stream(conn: Session, name: str) -> Code:
     assert conn.vhost is not None
     if not conn.allowed("configure", name):
         return Code.ACCESS_REFUSED
@@ -105,7 +105,7 @@ def filter_arguments(properties: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _super_stream(conn: StreamConnection, name: str) -> Exchange | None:
+def _super_stream(conn: Session, name: str) -> Exchange | None:
     assert conn.vhost is not None
     exchange = conn.vhost.exchanges.get(name)
     if exchange is None or not exchange.arguments.get(SUPER_STREAM_ARGUMENT):
@@ -114,7 +114,7 @@ def _super_stream(conn: StreamConnection, name: str) -> Exchange | None:
 
 
 def create_super_stream(
-    conn: StreamConnection,
+    conn: Session,
     name: str,
     partitions: list[str],
     binding_keys: list[str],
@@ -157,9 +157,7 @@ def _ordered_partitions(exchange: Exchange) -> list[str]:
     return names
 
 
-def delete_super_stream(
-    conn: StreamConnection, name: str, partitions: list[str] | None = None
-) -> Code:
+def delete_super_stream(conn: Session, name: str, partitions: list[str] | None = None) -> Code:
     vhost = conn.vhost
     assert vhost is not None
     if not conn.allowed("configure", name):
@@ -177,7 +175,7 @@ def delete_super_stream(
     return Code.OK
 
 
-def partitions(conn: StreamConnection, name: str) -> tuple[Code, list[str]]:
+def partitions(conn: Session, name: str) -> tuple[Code, list[str]]:
     exchange = _super_stream(conn, name)
     if exchange is None:
         return Code.STREAM_DOES_NOT_EXIST, []
@@ -187,7 +185,7 @@ def partitions(conn: StreamConnection, name: str) -> tuple[Code, list[str]]:
     return Code.OK, streams
 
 
-def route(conn: StreamConnection, routing_key: str, name: str) -> tuple[Code, list[str]]:
+def route(conn: Session, routing_key: str, name: str) -> tuple[Code, list[str]]:
     exchange = _super_stream(conn, name)
     if exchange is None:
         return Code.STREAM_DOES_NOT_EXIST, []

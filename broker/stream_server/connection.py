@@ -38,7 +38,7 @@ from . import commands
 from .subscriptions import Subscription
 
 if TYPE_CHECKING:
-    from .listener import StreamListener
+    from .abc import Listener
 
 log = logging.getLogger("broker.stream")
 
@@ -64,7 +64,7 @@ class Publisher:
 
 
 class StreamConnection(asyncio.Protocol):
-    def __init__(self, listener: StreamListener) -> None:
+    def __init__(self, listener: Listener) -> None:
         self.listener = listener
         self.config = listener.config
         self.proto = Protocol(Role.SERVER, frame_max=listener.frame_max, clock=listener.loop.time)
@@ -156,7 +156,7 @@ class StreamConnection(asyncio.Protocol):
         self.send(cmd.SaslHandshakeResponse(c.correlation_id, Code.OK, list(self._mechanisms())))
 
     def _mechanisms(self) -> tuple[str, ...]:
-        if self.listener.peer_common_name(self) is not None:
+        if self.listener.peer_common_name(self.transport) is not None:
             return ("EXTERNAL", *MECHANISMS)
         return MECHANISMS
 
@@ -171,7 +171,7 @@ class StreamConnection(asyncio.Protocol):
             c.mechanism,
             bytes(c.sasl_data or b""),
             self.peer,
-            self.listener.peer_common_name(self),
+            self.listener.peer_common_name(self.transport),
         )
         if user is None:
             loopback = reason.endswith(LOOPBACK_ONLY)
@@ -205,7 +205,7 @@ class StreamConnection(asyncio.Protocol):
             return
         self.vhost = vhost
         self._access = Access(self._user, vhost, self.config)
-        host, port = self.listener.advertised(self)
+        host, port = self.listener.advertised(self.transport)
         properties = {"advertised_host": host, "advertised_port": str(port)}
         self.send(cmd.OpenResponse(c.correlation_id, Code.OK, properties))
 
@@ -267,7 +267,7 @@ class StreamConnection(asyncio.Protocol):
         self.send(cmd.DeleteResponse(c.correlation_id, commands.delete_stream(self, c.stream)))
 
     def metadata(self, c: cmd.Metadata) -> None:
-        host, port = self.listener.advertised(self)
+        host, port = self.listener.advertised(self.transport)
         answers = []
         for name in c.streams:
             found = self.stream(name) is not None

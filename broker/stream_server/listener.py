@@ -16,7 +16,7 @@ from .connection import StreamConnection
 from .messages import ChunkCache
 
 if TYPE_CHECKING:
-    from ..server.app import BrokerServer
+    from ..server.abc import Server
 
 log = logging.getLogger("broker.stream")
 
@@ -44,7 +44,7 @@ async def _listen(
 
 
 class StreamListener:
-    def __init__(self, server: BrokerServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.config: BrokerConfig = server.config
         self.loop = server.loop
@@ -95,13 +95,13 @@ class StreamListener:
             cache = self._caches[queue] = ChunkCache()
         return cache
 
-    def advertised(self, conn: StreamConnection) -> tuple[str, int]:
-        """The host and port a client of ``conn`` reaches this listener at (Metadata, Open):
-        the address it connected to."""
-        assert conn.transport is not None
-        host, port = conn.transport.get_extra_info("sockname")[:2]
+    def advertised(self, transport: asyncio.BaseTransport | None) -> tuple[str, int]:
+        """The host and port a client on ``transport`` reaches this listener at (Metadata,
+        Open): the address it connected to."""
+        assert transport is not None
+        host, port = transport.get_extra_info("sockname")[:2]
         return str(host), int(port)
 
-    def peer_common_name(self, conn: StreamConnection) -> str | None:
-        assert conn.transport is not None
-        return tls.peer_common_name(conn.transport)
+    def peer_common_name(self, transport: asyncio.BaseTransport | None) -> str | None:
+        assert transport is not None
+        return tls.peer_common_name(transport)
