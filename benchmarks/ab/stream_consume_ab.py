@@ -70,7 +70,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    trees = (("before", args.before, []), ("after", AFTER, ["--stream-port", "0"]))
+    trees: tuple[tuple[str, Path, list[str]], ...] = (
+        ("before", args.before, []),
+        ("after", AFTER, ["--stream-port", "0"]),
+    )
     for n in range(args.rounds):
         for name, tree, extra in trees if n % 2 == 0 else trees[::-1]:
             rate, cpu = consume_figures(tree, extra, args.messages)
