@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from amqp_protocol.stream.chunk import build_chunk
 
-from ..streams.amqp10_records import amqp10_of
+from ..streams.amqp10_records import Amqp10Records
 from ..streams.log import Record
 
 #: Converted chunks kept per stream: enough for subscribers reading near each other.
@@ -18,8 +18,9 @@ CACHED_CHUNKS = 32
 
 def osiris_chunk(records: Sequence[Record]) -> bytes:
     """The chunk (Osiris's stored form, no bloom filter) of one stored chunk's records."""
+    convert = Amqp10Records().convert
     return build_chunk(
-        [amqp10_of(record.payload) for record in records],
+        [convert(record.payload) for record in records],
         first_offset=records[0].offset,
         timestamp=records[0].timestamp,
     )

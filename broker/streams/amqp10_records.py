@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from amqp_protocol import SPEC_0_9_1
 from amqp_protocol.amqp10 import from_amqp091, to_amqp091
+from amqp_protocol.amqp10.amqp091 import AMQP10_TYPE
 from amqp_protocol.values import Long, encode_shortstr
 
 from ..model.message import Message, StoredMessage
-from ..store.message_codec import decode_message
+from ..store.message_codec import decode_message, encoded_parts
 
 #: The header of a record that holds a stream publish's bytes as they came.
 RAW_RECORD_HEADER = "x-stream-raw-record"
@@ -44,6 +45,48 @@ def amqp10_of(payload: bytes) -> bytes:
     return from_amqp091(
         stored.properties.present(), stored.body, stored.exchange, stored.routing_key
     )
+
+
+#: The end of ``from_amqp091``'s encoding of an empty body: one data section, empty.
+_EMPTY_DATA_SECTION = b"\x00\x53\x75\xa0\x00"
+#: What ``Amqp10Records`` keeps for a header whose records are raw / converted whole.
+_RAW, _WHOLE = 0, 1
+_VBIN8, _VBIN32 = b"\x00\x53\x75\xa0", b"\x00\x53\x75\xb0"
+
+
+class Amqp10Records:
+    """``amqp10_of`` for the records of one chunk, which mostly share their envelope and
+    content header: the sections before the body are encoded once per distinct pair, and
+    each record's body appended as its data section. A raw record is its body; one whose
+    body is an AMQP 1.0 encoding (type ``amqp-1.0``) takes ``amqp10_of``."""
+
+    def __init__(self) -> None:
+        self._prefixes: dict[tuple[bytes, bytes], bytes | int] = {}
+
+    def convert(self, payload: bytes) -> bytes:
+        envelope, header, body = encoded_parts(payload)
+        key = (envelope, header)
+        prefix = self._prefixes.get(key)
+        if prefix is None:
+            prefix = self._prefixes[key] = self._prefix(payload)
+        if not isinstance(prefix, bytes):
+            return body if prefix == _RAW else amqp10_of(payload)
+        size = len(body)
+        if size < 0x100:
+            return b"".join((prefix, _VBIN8, size.to_bytes(1, "big"), body))
+        return b"".join((prefix, _VBIN32, size.to_bytes(4, "big"), body))
+
+    @staticmethod
+    def _prefix(payload: bytes) -> bytes | int:
+        stored = decode_message(payload)
+        properties = stored.properties.present()
+        if is_raw(stored):
+            return _RAW
+        if properties.get("type") == AMQP10_TYPE:
+            return _WHOLE
+        empty = from_amqp091(properties, b"", stored.exchange, stored.routing_key)
+        assert empty.endswith(_EMPTY_DATA_SECTION)
+        return empty[: -len(_EMPTY_DATA_SECTION)]
 
 
 def amqp091_of_raw(stored: StoredMessage, queue: str, offset: int, offset_header: str) -> Message:
