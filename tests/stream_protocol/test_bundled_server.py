@@ -15,6 +15,7 @@ import pytest
 
 from broker import Broker
 from broker.cli import parse_args
+from broker.config import BrokerConfig
 from broker.stream_server.listener import StreamPortError
 from tests.stream_protocol.conftest import Endpoints
 from tests.stream_protocol.raw_client import OK, RawClient, string
@@ -128,3 +129,11 @@ def test_management_overview_lists_the_stream_listener() -> None:
         port = b.stream_port
     listeners = {entry["protocol"]: entry["port"] for entry in overview["listeners"]}
     assert listeners["stream"] == port
+
+
+def test_configuration_file_stream_ports() -> None:
+    assert BrokerConfig.from_dict({}).stream_port == 5552
+    assert BrokerConfig.from_dict({"stream_port": 0}).stream_port is None
+    tls = {"certfile": "c.pem", "keyfile": "k.pem", "stream_port": 5551}
+    config = BrokerConfig.from_dict({"tls": tls})
+    assert config.tls is not None and config.tls.stream_port == 5551

@@ -17,6 +17,7 @@ STREAM_DOES_NOT_EXIST = 2
 SUBSCRIPTION_ID_ALREADY_EXISTS = 3
 SUBSCRIPTION_ID_DOES_NOT_EXIST = 4
 STREAM_ALREADY_EXISTS = 5
+STREAM_NOT_AVAILABLE = 6
 AUTHENTICATION_FAILURE = 8
 VIRTUAL_HOST_ACCESS_FAILURE = 12
 PRECONDITION_FAILED = 17
@@ -169,3 +170,14 @@ def test_super_stream_partitions_and_routes(client: RawClient) -> None:
     finally:
         assert client.request(0x1E, string(name))[0] == OK
     assert client.delete(partitions[0]) == STREAM_DOES_NOT_EXIST
+
+
+def test_deleting_a_stream_tells_its_subscribers(endpoints: Endpoints, client: RawClient) -> None:
+    name = _name("doomed")
+    assert client.create(name) == OK
+    assert client.subscribe(1, name) == OK
+    with RawClient(endpoints.stream) as other:
+        assert other.handshake() == OK
+        assert other.delete(name) == OK
+    update = client.wait(0x10)
+    assert (update.body.take(">H"), update.body.string()) == (STREAM_NOT_AVAILABLE, name)
