@@ -172,11 +172,15 @@ class RawClient:
         payload = struct.pack(">B", publisher_id) + string(reference) + string(stream)
         return self.request(0x01, payload)[0]
 
-    def publish(self, publisher_id: int, messages: list[tuple[int, bytes]]) -> None:
+    def publish(
+        self, publisher_id: int, messages: list[tuple[int, bytes]], filter_value: str | None = None
+    ) -> None:
+        """A Publish (version 2 with ``filter_value`` on every message)."""
         payload = struct.pack(">Bi", publisher_id, len(messages))
         for publishing_id, data in messages:
-            payload += struct.pack(">Q", publishing_id) + blob(data)
-        self.send(0x02, payload)
+            payload += struct.pack(">Q", publishing_id)
+            payload += (b"" if filter_value is None else string(filter_value)) + blob(data)
+        self.send(0x02, payload, 1 if filter_value is None else 2)
 
     def confirmed(self) -> tuple[int, list[int]]:
         """The next PublishConfirm: publisher id and publishing ids."""

@@ -181,3 +181,27 @@ def test_deleting_a_stream_tells_its_subscribers(endpoints: Endpoints, client: R
         assert other.delete(name) == OK
     update = client.wait(0x10)
     assert (update.body.take(">H"), update.body.string()) == (STREAM_NOT_AVAILABLE, name)
+
+
+def _sent(client: RawClient) -> tuple[int, list[bytes]]:
+    """The next Deliver's subscription and records (a chunk id may not start at 0)."""
+    subscription, _first, records = client.delivered()
+    return subscription, records
+
+
+def test_filtered_subscription_skips_chunks_without_its_values(
+    client: RawClient, stream: str
+) -> None:
+    assert client.declare_publisher(1, "", stream) == OK
+    for publishing_id, value in enumerate(("blue", "red", "blue"), start=1):
+        client.publish(1, [(publishing_id, value.encode())], filter_value=value)
+        client.confirmed()  # one chunk each
+    client.publish(1, [(4, b"plain")])
+    client.confirmed()
+    assert client.subscribe(1, stream, properties={"filter.0": "red"}) == OK
+    assert client.delivered()[2] == [b"red"]
+    assert (
+        client.subscribe(2, stream, properties={"filter.0": "red", "match-unfiltered": "true"})
+        == OK
+    )
+    assert client.delivered()[2] + client.delivered()[2] == [b"red", b"plain"]
