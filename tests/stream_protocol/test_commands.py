@@ -205,3 +205,23 @@ def test_filtered_subscription_skips_chunks_without_its_values(
         == OK
     )
     assert client.delivered()[2] + client.delivered()[2] == [b"red", b"plain"]
+
+
+def test_offset_specifications(client: RawClient, stream: str) -> None:
+    assert client.declare_publisher(1, "", stream) == OK
+    for publishing_id, body in enumerate((b"first chunk", b"last chunk"), start=1):
+        client.publish(1, [(publishing_id, body)])
+        client.confirmed()
+    assert client.subscribe(1, stream, offset_type=2) == OK  # last: the last chunk
+    assert _sent(client) == (1, [b"last chunk"])
+    assert client.subscribe(2, stream, offset_type=4, offset=1) == OK  # its chunk from 1
+    assert _sent(client) == (2, [b"last chunk"])
+    assert client.subscribe(3, stream, offset_type=5, offset=0) == OK  # timestamp: all
+    assert _sent(client) == (3, [b"first chunk"])
+    assert client.subscribe(4, stream, offset_type=3) == OK  # next: what comes after
+    client.publish(1, [(3, b"new")])
+    seen = {}
+    while len(seen) < 4:
+        subscription, records = _sent(client)
+        seen.setdefault(subscription, records)
+    assert seen[4] == [b"new"]
