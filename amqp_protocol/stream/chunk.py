@@ -41,6 +41,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from array import array
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import NamedTuple
@@ -60,6 +61,7 @@ __all__ = [
     "chunk_records",
     "delivered_parts",
     "encode_sub_batch",
+    "entry_bounds",
     "parse_chunk",
     "parse_chunk_header",
     "read_sub_batch_entry",
@@ -264,25 +266,48 @@ def chunk_records(data: memoryview, num_entries: int) -> list[memoryview]:
     records: list[memoryview] = []
     append = records.append
     unpack = _U32.unpack_from
+    pos = 0
+    try:
+        for _ in range(num_entries):
+            (size,) = unpack(data, pos)
+            if size & _SUB_BATCH_FLAG:
+                pos = _sub_batch_records(data, pos, records)
+                continue
+            start = pos + 4
+            pos = start + size
+            append(data[start:pos])
+    except struct.error:
+        raise ChunkError(f"chunk data ends at byte {pos} inside an entry header") from None
+    if pos != len(data):
+        # A record cut short by the end of the data leaves ``pos`` past it.
+        raise ChunkError(f"chunk data is {len(data)} bytes: its {num_entries} entries take {pos}")
+    return records
+
+
+def entry_bounds(data: memoryview, num_entries: int) -> array | None:
+    """Where the entries of a data section of simple entries begin, and its end.
+
+    ``bounds[i]:bounds[i + 1]`` of the data is entry ``i``: its 4-byte size, then its record.
+    An ``array('q')`` (int64, native order), to hand to Arrow as the offsets of a binary
+    column over the data without a Python object per record (the records are then each
+    value less its first 4 bytes). None when the data holds a sub-batch entry.
+    """
+    bounds = array("q", bytes(8 * (num_entries + 1)))
+    unpack = _U32.unpack_from
     end = len(data)
     pos = 0
-    for _ in range(num_entries):
+    for i in range(num_entries):
+        bounds[i] = pos
         if end - pos < 4:
             raise ChunkError(f"chunk data ends at byte {pos} inside an entry header")
         (size,) = unpack(data, pos)
         if size & _SUB_BATCH_FLAG:
-            pos = _sub_batch_records(data, pos, records)
-            continue
-        pos += 4
-        if pos + size > end:
-            raise ChunkError(
-                f"chunk entry at byte {pos - 4} is {size} bytes: only {end - pos} are left"
-            )
-        append(data[pos : pos + size])
-        pos += size
+            return None
+        pos += 4 + size
     if pos != end:
-        raise ChunkError(f"chunk data has {end - pos} bytes after its {num_entries} entries")
-    return records
+        raise ChunkError(f"chunk data is {end} bytes: its {num_entries} entries take {pos}")
+    bounds[num_entries] = pos
+    return bounds
 
 
 def _sub_batch_records(data: memoryview, pos: int, records: list[memoryview]) -> int:

@@ -152,15 +152,22 @@ def stream(rabbitmq_url: str, rabbitmq_stream_url: str) -> Iterator[str]:
     delete(rabbitmq_stream_url, name)
 
 
+def _publish_091(url: str, stream: str, messages: list[tuple[bytes, dict[str, Any]]]) -> None:
+    """Publish ``(body, properties)`` messages to ``stream`` over 0-9-1, confirmed."""
+    with connect(url) as conn:
+        ch = conn.channel()
+        ch.confirm_select()
+        for body, properties in messages:
+            ch.basic_publish("", stream, body, properties)
+        ch.wait_for_confirms(timeout=30)
+
+
 def test_a_091_publish_is_stored_byte_for_byte_as_from_amqp091_says(
     rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
 ) -> None:
-    with connect(rabbitmq_url) as conn:
-        ch = conn.channel()
-        ch.confirm_select()
-        for i, properties in enumerate(PUBLISHES_091):
-            ch.basic_publish("", stream, f"body {i}".encode(), properties)
-        ch.wait_for_confirms(timeout=30)
+    _publish_091(
+        rabbitmq_url, stream, [(f"body {i}".encode(), p) for i, p in enumerate(PUBLISHES_091)]
+    )
     stored = read_stored(rabbitmq_stream_url, stream, len(PUBLISHES_091))
     for i, (properties, raw) in enumerate(zip(PUBLISHES_091, stored, strict=True)):
         ours = from_amqp091_message(properties, f"body {i}".encode(), "", stream)
@@ -198,11 +205,7 @@ def test_a_091_consumer_gets_what_to_amqp091_says(
 def test_the_column_decoder_gives_the_rows_a_091_consumer_reads(
     rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
 ) -> None:
-    with connect(rabbitmq_url) as conn:
-        ch = conn.channel()
-        ch.confirm_select()
-        ch.basic_publish("", stream, b"over 0-9-1", ALL_PROPERTIES)
-        ch.wait_for_confirms(timeout=30)
+    _publish_091(rabbitmq_url, stream, [(b"over 0-9-1", ALL_PROPERTIES)])
     publish(rabbitmq_stream_url, stream, [encode_message(m) for m in PUBLISHES_10])
     count = 1 + len(PUBLISHES_10)
     stored = read_stored(rabbitmq_stream_url, stream, count)

@@ -22,6 +22,18 @@ def deliver(sender: StreamConnection, receiver: StreamConnection, command: Comma
     return received
 
 
+def to_authentication(mechanism: str) -> tuple[StreamConnection, StreamConnection]:
+    """A client and a server that exchanged peer properties and SASL mechanisms (``mechanism``
+    offered), the client's SaslAuthenticate next."""
+    client = StreamConnection(Role.CLIENT)
+    server = StreamConnection(Role.SERVER)
+    deliver(client, server, c.PeerProperties(1))
+    deliver(server, client, c.PeerPropertiesResponse(1, ResponseCode.OK))
+    deliver(client, server, c.SaslHandshake(2))
+    deliver(server, client, c.SaslHandshakeResponse(2, ResponseCode.OK, [mechanism]))
+    return client, server
+
+
 def open_pair(
     clock: FakeClock, *, server_tune: tuple[int, int] = (1_048_576, 60)
 ) -> tuple[StreamConnection, StreamConnection]:

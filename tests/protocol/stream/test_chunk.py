@@ -18,6 +18,7 @@ from amqp_protocol.stream.chunk import (
     UnsupportedCompression,
     build_chunk,
     delivered_parts,
+    entry_bounds,
     parse_chunk,
     parse_chunk_header,
 )
@@ -113,7 +114,7 @@ def test_size_mismatch_with_header_is_refused() -> None:
 def test_entry_overrunning_the_data_is_refused() -> None:
     stored = bytearray(build_chunk([b"abc"], first_offset=0, timestamp=0))
     stored[HEADER.size + 3] = 200
-    with pytest.raises(ChunkError, match="200 bytes: only 3 are left"):
+    with pytest.raises(ChunkError, match="chunk data is 7 bytes: its 1 entries take 204"):
         parse_chunk(bytes(stored), stored=True).records()
 
 
@@ -121,3 +122,25 @@ def test_chunk_header_sizes() -> None:
     header = ChunkHeader(ChunkType.USER, 1, 1, 0, 1, 10, 0, 7, 3, 16)
     assert header.stored_size == 48 + 16 + 7 + 3
     assert header.delivered_size == 48 + 7
+
+
+@given(records_strategy)
+def test_entry_bounds_cut_the_data_into_its_entries(records: list[bytes]) -> None:
+    chunk = parse_chunk(build_chunk(records, first_offset=0, timestamp=0), stored=True)
+    bounds = entry_bounds(chunk.data, chunk.header.num_entries)
+    assert bounds is not None and len(bounds) == len(records) + 1
+    entries = [bytes(chunk.data[a + 4 : b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    assert entries == records
+
+
+def test_entry_bounds_leave_sub_batches_to_chunk_records() -> None:
+    chunk = parse_chunk(
+        build_chunk([b"a", SubBatch([b"b"])], first_offset=0, timestamp=0), stored=True
+    )
+    assert entry_bounds(chunk.data, chunk.header.num_entries) is None
+
+
+def test_entry_bounds_refuse_data_longer_than_the_entries() -> None:
+    chunk = parse_chunk(build_chunk([b"a"], first_offset=0, timestamp=0), stored=True)
+    with pytest.raises(ChunkError, match="its 0 entries take 0"):
+        entry_bounds(chunk.data, 0)

@@ -13,7 +13,7 @@ from amqp_protocol.stream.connection import Role, State, StreamConnection, negot
 from amqp_protocol.stream.errors import FrameTooLarge, MalformedFrame, UnexpectedCommand
 from amqp_protocol.stream.frames import deliver_prefix
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType, PublishedMessage
-from tests.protocol.stream.handshake import FakeClock, deliver, open_pair
+from tests.protocol.stream.handshake import FakeClock, deliver, open_pair, to_authentication
 
 
 def test_handshake_opens_both_sides_and_tunes_them() -> None:
@@ -108,12 +108,7 @@ def test_a_handshake_command_after_open_is_refused() -> None:
 
 
 def test_a_failed_authentication_closes_the_connection() -> None:
-    client = StreamConnection(Role.CLIENT)
-    server = StreamConnection(Role.SERVER)
-    deliver(client, server, c.PeerProperties(1))
-    deliver(server, client, c.PeerPropertiesResponse(1, ResponseCode.OK))
-    deliver(client, server, c.SaslHandshake(2))
-    deliver(server, client, c.SaslHandshakeResponse(2, ResponseCode.OK, ["PLAIN"]))
+    client, server = to_authentication("PLAIN")
     deliver(client, server, c.SaslAuthenticate(3, "PLAIN", b"\0guest\0wrong"))
     deliver(server, client, c.SaslAuthenticateResponse(3, ResponseCode.AUTHENTICATION_FAILURE))
     assert client.state is server.state is State.CLOSED
@@ -122,12 +117,7 @@ def test_a_failed_authentication_closes_the_connection() -> None:
 
 
 def test_a_sasl_challenge_asks_for_another_authenticate() -> None:
-    client = StreamConnection(Role.CLIENT)
-    server = StreamConnection(Role.SERVER)
-    deliver(client, server, c.PeerProperties(1))
-    deliver(server, client, c.PeerPropertiesResponse(1, ResponseCode.OK))
-    deliver(client, server, c.SaslHandshake(2))
-    deliver(server, client, c.SaslHandshakeResponse(2, ResponseCode.OK, ["X"]))
+    client, server = to_authentication("X")
     deliver(client, server, c.SaslAuthenticate(3, "X", b"first"))
     deliver(server, client, c.SaslAuthenticateResponse(3, ResponseCode.SASL_CHALLENGE, b"?"))
     assert client.state is State.SASL_MECHANISMS
