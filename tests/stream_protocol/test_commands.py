@@ -220,7 +220,7 @@ def test_offset_specifications(client: RawClient, stream: str) -> None:
     assert _sent(client) == (3, [b"first chunk"])
     assert client.subscribe(4, stream, offset_type=3) == OK  # next: what comes after
     client.publish(1, [(3, b"new")])
-    seen = {}
+    seen: dict[int, list[bytes]] = {}
     while len(seen) < 4:
         subscription, records = _sent(client)
         seen.setdefault(subscription, records)
