@@ -7,10 +7,12 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
+import pika
 import pytest
 
 from broker import Broker
@@ -137,3 +139,38 @@ def test_configuration_file_stream_ports() -> None:
     tls = {"certfile": "c.pem", "keyfile": "k.pem", "stream_port": 5551}
     config = BrokerConfig.from_dict({"tls": tls})
     assert config.tls is not None and config.tls.stream_port == 5551
+
+
+def _message_count(amqp_url: str, queue: str) -> int:
+    connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
+    try:
+        declared = connection.channel().queue_declare(queue, passive=True)
+        return int(declared.method.message_count)
+    finally:
+        connection.close()
+
+
+def test_a_reader_that_does_not_keep_up_holds_its_connection_back() -> None:
+    """A subscriber that stops reading fills the socket: the server stops delivering and
+    stops reading that connection (its publishes wait) instead of buffering the stream."""
+    with Broker(config={"write_buffer_high": 16_384}) as b:
+        with _opened(b.stream_url) as writer:
+            assert writer.create("big") == OK
+            assert writer.create("side") == OK
+            assert writer.declare_publisher(1, "", "big") == OK
+            for frame in range(100):  # 10 MB in 100 chunks: more than socket buffers hold
+                writer.publish(1, [(frame * 100 + i, b"x" * 1000) for i in range(100)])
+                writer.confirmed()
+        with RawClient(b.stream_url) as reader:
+            assert reader.handshake() == OK
+            assert reader.declare_publisher(2, "", "side") == OK
+            assert reader.subscribe(1, "big", credit=1000) == OK
+            time.sleep(0.5)  # deliveries fill the socket; the reader reads nothing
+            reader.publish(2, [(1, b"waits")])
+            time.sleep(0.5)
+            assert _message_count(b.url, "side") == 0
+            records = 0
+            while records < 10_000:  # reading lets the server go on, publish included
+                records += len(reader.delivered()[2])
+            assert reader.confirmed() == (2, [1])
+            assert _message_count(b.url, "side") == 1
