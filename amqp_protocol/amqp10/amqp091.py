@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import operator
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -51,6 +52,27 @@ _URN_UUID = "urn:uuid:"
 _SHORTSTR_MAX = 255
 
 
+#: The basic properties in the order of ``delivery_fields``' tuple (and of the
+#: schema's columns).
+PROPERTY_FIELDS: tuple[str, ...] = (
+    "content_type",
+    "content_encoding",
+    "headers",
+    "delivery_mode",
+    "priority",
+    "correlation_id",
+    "reply_to",
+    "expiration",
+    "message_id",
+    "timestamp",
+    "type",
+    "user_id",
+    "app_id",
+)
+#: The basic properties of an object that has them as attributes, in that order.
+_BASIC_FIELDS = operator.attrgetter(*PROPERTY_FIELDS)
+
+
 class Amqp091Delivery(NamedTuple):
     """What a 0-9-1 consumer of a stream gets for one stored message."""
 
@@ -65,6 +87,11 @@ class Amqp091Delivery(NamedTuple):
 
 def _value_from_091(value: Any) -> Any:
     """A 0-9-1 field value as RabbitMQ types it in AMQP 1.0 (``from_091``)."""
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int:
+        return value if -(2**31) <= value < 2**31 else Long(value)
     if isinstance(value, bool):
         return Boolean(value)
     if value is None or isinstance(value, float):
@@ -110,53 +137,69 @@ def _timestamp_seconds(value: Any) -> int:
 
 
 def from_amqp091_message(
-    properties: Mapping[str, Any],
+    properties: Mapping[str, Any] | object,
     body: bytes,
     exchange: str | None = None,
     routing_key: str | None = None,
 ) -> Message:
     """The AMQP 1.0 message RabbitMQ 4 stores in a stream for a 0-9-1 publish of ``body``
     with ``properties`` (``exchange`` and ``routing_key`` become the ``x-exchange`` and
-    ``x-routing-key`` annotations, as a publish through an exchange gives them)."""
-    get = properties.get
-    headers: Mapping[str, Any] = get("headers") or {}
-    expiration = get("expiration")
-    priority = get("priority")
+    ``x-routing-key`` annotations, as a publish through an exchange gives them).
+
+    ``properties`` is a mapping of the basic properties present, or an object with them as
+    attributes (``amqp_protocol``'s basic properties class: no dict made per message)."""
+    (
+        content_type,
+        content_encoding,
+        headers,
+        delivery_mode,
+        priority,
+        correlation_id,
+        reply_to,
+        expiration,
+        message_id,
+        timestamp,
+        kind,
+        user_id,
+        app_id,
+    ) = (
+        map(properties.get, PROPERTY_FIELDS)
+        if type(properties) is dict or isinstance(properties, Mapping)
+        else _BASIC_FIELDS(properties)
+    )
     header = Header(
-        durable=get("delivery_mode") == 2,
+        durable=delivery_mode == 2,
         priority=None if priority is None else UByte(priority),
         ttl=None if expiration is None else UInt(int(expiration)),
         first_acquirer=True,
         delivery_count=UInt(0),
     )
     annotations: dict[Any, Any] = {}
-    if get("type") is not None:
-        annotations[Symbol("x-basic-type")] = get("type")
+    if kind is not None:
+        annotations[Symbol("x-basic-type")] = kind
     application: dict[str, Any] = {}
-    for key, value in headers.items():
+    for key, value in (headers or {}).items():
         if key.startswith("x-"):
             annotations[Symbol(key)] = _value_from_091(value)
         elif key == "CC" and isinstance(value, list | tuple):
             annotations[Symbol("x-cc")] = _value_from_091(value)
-        elif not isinstance(value, Mapping | list | tuple):
+        elif type(value) is str or not isinstance(value, Mapping | list | tuple):
             application[key] = _value_from_091(value)
     if exchange is not None:
         annotations[Symbol("x-exchange")] = exchange
     if routing_key is not None:
         annotations[Symbol("x-routing-key")] = routing_key
-    timestamp = get("timestamp")
-    user_id = get("user_id")
     fields = Properties(
-        message_id=_id_from_091(get("message_id")),
+        message_id=_id_from_091(message_id),
         user_id=None if user_id is None else user_id.encode("utf-8"),
-        reply_to=get("reply_to"),
-        correlation_id=_id_from_091(get("correlation_id")),
-        content_type=get("content_type"),
-        content_encoding=get("content_encoding"),
+        reply_to=reply_to,
+        correlation_id=_id_from_091(correlation_id),
+        content_type=content_type,
+        content_encoding=content_encoding,
         creation_time=None if timestamp is None else _timestamp_seconds(timestamp) * 1000,
-        group_id=get("app_id"),
+        group_id=app_id,
     )
-    if get("type") == AMQP10_TYPE:
+    if kind == AMQP10_TYPE:
         stored = decode_message(body)
         message_body, body_kind = stored.body, stored.body_kind
     else:
@@ -175,7 +218,7 @@ _NO_PROPERTIES = Properties()
 
 
 def from_amqp091(
-    properties: Mapping[str, Any],
+    properties: Mapping[str, Any] | object,
     body: bytes,
     exchange: str | None = None,
     routing_key: str | None = None,
@@ -239,22 +282,6 @@ def _id_to_091(value: Any, header: str, headers: dict[str, Any]) -> str | None:
     return None
 
 
-#: The basic properties in the order of ``delivery_fields``' tuple.
-PROPERTY_FIELDS: tuple[str, ...] = (
-    "content_type",
-    "content_encoding",
-    "headers",
-    "delivery_mode",
-    "priority",
-    "correlation_id",
-    "reply_to",
-    "expiration",
-    "message_id",
-    "timestamp",
-    "type",
-    "user_id",
-    "app_id",
-)
 #: Message annotations that need no work: where RabbitMQ routed a 0-9-1 publish.
 _ROUTING_ANNOTATIONS = frozenset(("x-exchange", "x-routing-key"))
 

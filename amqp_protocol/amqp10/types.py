@@ -467,8 +467,26 @@ def _encode_bytes(out: bytearray, value: bytes | bytearray | memoryview) -> None
 def _encode_compound(out: bytearray, items: Sequence[Any], count: int, codes: bytes) -> None:
     """A list or map (``codes``: its 8-bit and 32-bit format codes) of encoded ``items``."""
     body = bytearray()
+    append = body.append
+    encoders = _ENCODERS
+    # The usual items (null, short strings and symbols) inline, the rest by their encoder.
     for item in items:
-        encode_into(body, item)
+        kind = type(item)
+        if item is None:
+            append(0x40)
+        elif kind is str or kind is Symbol:
+            raw = item.encode("utf-8" if kind is str else "ascii")
+            if len(raw) < 256:
+                append(0xA1 if kind is str else 0xA3)
+                append(len(raw))
+                body += raw
+            else:
+                encoders[kind](body, item)
+        else:
+            encoder = encoders.get(kind)
+            if encoder is None:
+                encoder = _encoder_of_subclass(item)
+            encoder(body, item)
     if len(body) + 1 < 256 and count < 256:
         out += bytes((codes[0], len(body) + 1, count))
     else:

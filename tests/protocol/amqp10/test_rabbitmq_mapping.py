@@ -220,3 +220,32 @@ def test_the_column_decoder_gives_the_rows_a_091_consumer_reads(
         assert row.pop("routing_key") == delivery.routing_key
         assert row.pop("offset") == present["headers"]["x-stream-offset"]
         assert {k: v for k, v in row.items() if v is not None} == present
+
+
+#: A row as the sink has it: every basic property, headers as strings (map<string,string>).
+SINK_ROW: dict[str, Any] = {
+    "content_type": "application/json",
+    "content_encoding": "utf-8",
+    "headers": {"h": "v", "n": "1", "x-k": "x", "CC": "not an array"},
+    "delivery_mode": 2,
+    "priority": 3,
+    "correlation_id": "c",
+    "reply_to": "r",
+    "expiration": "100000",
+    "message_id": "m",
+    "timestamp": 1700000000,
+    "type": "t",
+    "user_id": "guest",
+    "app_id": "a",
+}
+
+
+def test_a_row_the_sink_writes_reads_back_over_091_with_its_properties(
+    rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
+) -> None:
+    publish(rabbitmq_stream_url, stream, [from_amqp091(SINK_ROW, b"row body")])
+    (delivery,) = _consume_091(rabbitmq_url, stream, 1)
+    assert delivery.body == b"row body"
+    offset = delivery.properties.headers["x-stream-offset"]
+    headers = {**SINK_ROW["headers"], "x-stream-offset": offset}
+    assert delivery.properties.present() == {**SINK_ROW, "headers": headers}
