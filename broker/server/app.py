@@ -241,3 +241,4 @@ class BrokerServer:
         reason = self.blocked_reason
         for conn in list(self.connections):
             conn.set_memory_blocked(reason is not None, reason or "")
+        self.streams.set_alarm(reason is not None)

@@ -75,6 +75,9 @@ class StreamConnection(asyncio.Protocol):
         self._access: Access | None = None
         self._closing = False
         self._writable = True
+        #: a resource alarm (memory, disk) is in effect: a connection with publishers is
+        #: not read until it clears, as RabbitMQ blocks stream publishers
+        self._alarm = listener.server.blocked_reason is not None
         self.publishers: dict[int, Publisher] = {}
         self.subscriptions: dict[int, Subscription] = {}
         self._deliver_v2 = False
@@ -104,14 +107,27 @@ class StreamConnection(asyncio.Protocol):
     def pause_writing(self) -> None:
         """The socket's buffer is full: stop delivering and stop reading (publishers wait)."""
         self._writable = False
-        if self.transport is not None:
-            self.transport.pause_reading()
+        self._update_reading()
 
     def resume_writing(self) -> None:
         self._writable = True
-        if self.transport is not None and not self._closing:
-            self.transport.resume_reading()
+        self._update_reading()
         self._pump_all()
+
+    def set_alarm(self, alarm: bool) -> None:
+        """A resource alarm set or cleared (``StreamListener.set_alarm``)."""
+        self._alarm = alarm
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read the socket unless its writer is full or an alarm blocks its publishers."""
+        transport = self.transport
+        if transport is None or self._closing or transport.is_closing():
+            return
+        if self._writable and not (self._alarm and self.publishers):
+            transport.resume_reading()
+        else:
+            transport.pause_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
@@ -322,6 +338,7 @@ class StreamConnection(asyncio.Protocol):
             code = Code.OK
             self.publishers[c.publisher_id] = Publisher(queue, reference)
         self.send(cmd.DeclarePublisherResponse(c.correlation_id, code))
+        self._update_reading()
 
     def publish(self, c: cmd.Publish | cmd.PublishV2) -> None:
         """Append the messages as one chunk (a publishing id a named publisher wrote before

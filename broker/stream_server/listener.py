@@ -89,6 +89,12 @@ class StreamListener:
             if conn.transport is not None:
                 conn.transport.abort()
 
+    def set_alarm(self, alarm: bool) -> None:
+        """A resource alarm (memory, disk) set or cleared: connections with publishers stop
+        (or go on) being read."""
+        for conn in list(self.connections):
+            conn.set_alarm(alarm)
+
     def chunk_cache(self, queue: StreamQueue) -> ChunkCache:
         cache = self._caches.get(queue)
         if cache is None:

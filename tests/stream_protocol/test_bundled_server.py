@@ -174,3 +174,26 @@ def test_a_reader_that_does_not_keep_up_holds_its_connection_back() -> None:
                 records += len(reader.delivered()[2])
             assert reader.confirmed() == (2, [1])
             assert _message_count(b.url, "side") == 1
+
+
+def test_a_resource_alarm_holds_stream_publishers_back() -> None:
+    """As RabbitMQ blocks them: a connection with publishers is not read while the memory
+    watermark is crossed, and goes on when it clears."""
+    with Broker(config={"memory_high_watermark": 10_000}) as b:
+        hoarder = pika.BlockingConnection(pika.URLParameters(b.url))
+        channel = hoarder.channel()
+        channel.queue_declare("hoard")
+        for _ in range(3):  # 15,000 bytes queued: over the watermark (blocks this connection)
+            channel.basic_publish("", "hoard", b"x" * 5_000)
+        with _opened(b.stream_url) as c:
+            assert c.create("held") == OK
+            assert c.declare_publisher(1, "", "held") == OK
+            c.publish(1, [(1, b"waits")])
+            time.sleep(0.3)
+            assert _message_count(b.url, "held") == 0
+            connection = pika.BlockingConnection(pika.URLParameters(b.url))
+            connection.channel().queue_purge("hoard")
+            connection.close()
+            assert c.confirmed() == (1, [1])
+        hoarder.close()
+        assert _message_count(b.url, "held") == 1
