@@ -1,6 +1,8 @@
-"""The quickstart notebook runs top to bottom against the embedded broker, on every supported
-PySpark (marker ``versions``: scripts/test-pyspark-versions.sh runs it in each older one's
-venv), so it never rots. The notebook asserts its own counts; this test reads them too."""
+"""The quickstart notebook runs top to bottom, so it never rots: as it runs locally (the
+embedded broker, a local session it starts and stops) on every supported PySpark (marker
+``versions``: scripts/test-pyspark-versions.sh runs it in each older one's venv), and as a
+Databricks notebook runs it, given ``spark`` and ``dbutils`` (widgets), on the newest. The
+notebook asserts its own counts; the tests read them too."""
 
 from __future__ import annotations
 
@@ -10,8 +12,64 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbformat import NotebookNode
 
-NOTEBOOK = Path(__file__).parents[1] / "notebooks" / "quickstart.ipynb"
+from broker import Broker
+
+ROOT = Path(__file__).parents[1]
+NOTEBOOK = ROOT / "notebooks" / "quickstart.ipynb"
+
+# What a Databricks notebook has before its first cell: a `spark` and a `dbutils`, whose
+# widgets return what the user typed in (here `typed`), else the notebook's defaults.
+GIVEN = """
+from pathlib import Path
+from amqp_spark_demo.local_spark import local_session
+
+spark = local_session("given", Path({scratch!r}))
+
+
+class Widgets:
+    def __init__(self, typed):
+        self.typed, self.made = typed, {{}}
+
+    def text(self, name, default):
+        self.made[name] = default
+
+    def get(self, name):
+        return self.typed.get(name, self.made[name])
+
+
+class DbUtils:
+    widgets = Widgets({typed!r})
+
+
+dbutils = DbUtils()
+"""
+
+# After the notebook: the session it was given still runs; no embedded broker was started.
+AFTER = """
+assert spark.range(3).count() == 3
+assert "embedded" not in globals()
+print("widgets:", sorted(dbutils.widgets.made))
+"""
+
+
+def run(notebook: NotebookNode, cwd: Path) -> str:
+    """Execute ``notebook`` in a kernel of this Python; its cells' printed text."""
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    return "".join(
+        out.get("text", "") for cell in notebook.cells for out in cell.get("outputs", [])
+    )
+
+
+def assert_every_message_accounted_for(outputs: str, table: str) -> None:
+    assert "1000 published to quickstart.events; 0 left there" in outputs
+    assert f"1000 rows in {table} (1000 distinct message ids)" in outputs
+    assert "500 clicks routed to quickstart.clicks" in outputs
+    assert "500 views routed to quickstart.views" in outputs
+    assert "every message accounted for" in outputs
 
 
 @pytest.mark.spark
@@ -21,23 +79,38 @@ NOTEBOOK = Path(__file__).parents[1] / "notebooks" / "quickstart.ipynb"
 def test_quickstart_notebook_reads_a_queue_into_a_table_and_every_message_arrives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
     monkeypatch.delenv("AMQP_URI", raising=False)  # the notebook must start its own broker
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-    client = NotebookClient(
-        notebook,
-        timeout=600,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
 
-    client.execute()
+    outputs = run(nbformat.read(NOTEBOOK, as_version=4), tmp_path)
 
-    outputs = "".join(
-        out.get("text", "") for cell in notebook.cells for out in cell.get("outputs", [])
-    )
-    assert "1000 published to quickstart.events; 0 left there" in outputs
-    assert "1000 rows in amqp_quickstart_events (1000 distinct message ids)" in outputs
-    assert "500 clicks routed to quickstart.clicks" in outputs
-    assert "500 views routed to quickstart.views" in outputs
-    assert "every message accounted for" in outputs
+    assert_every_message_accounted_for(outputs, "amqp_quickstart_events")
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_quickstart_notebook_as_databricks_runs_it_uses_the_widgets_and_stops_nothing_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AMQP_URI", raising=False)
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    with Broker() as broker:
+        typed = {
+            "amqp_uri": broker.url,
+            "checkpoints": str(tmp_path / "volume"),
+            "table": "quickstart_given",
+        }
+        given = GIVEN.format(scratch=str(tmp_path / "spark"), typed=typed)
+        notebook.cells.insert(0, nbformat.v4.new_code_cell(given))
+        notebook.cells.append(nbformat.v4.new_code_cell(AFTER))
+
+        outputs = run(notebook, tmp_path)
+        address = broker.url.split("@")[-1]
+
+    assert f"broker: {address}" in outputs
+    assert_every_message_accounted_for(outputs, "quickstart_given")
+    widgets = ["amqp_uri", "checkpoints", "secret_key", "secret_scope", "table", "username"]
+    assert f"widgets: {widgets}" in outputs
+    assert not list((tmp_path / "volume").iterdir())  # its run's checkpoints removed
