@@ -17,10 +17,12 @@ from nbformat import NotebookNode
 from broker import Broker
 
 ROOT = Path(__file__).parents[1]
+PASSWORD = "s3cr3t-Ω"  # a broker user's, read from the secret scope
 NOTEBOOK = ROOT / "notebooks" / "quickstart.ipynb"
 
 # What a Databricks notebook has before its first cell: a `spark` and a `dbutils`, whose
-# widgets return what the user typed in (here `typed`), else the notebook's defaults.
+# widgets return what the user typed in (here `typed`), else the notebook's defaults, and
+# whose secret scope "amqp" holds the broker user's password.
 GIVEN = """
 from pathlib import Path
 from amqp_spark_demo.local_spark import local_session
@@ -39,8 +41,14 @@ class Widgets:
         return self.typed.get(name, self.made[name])
 
 
+class Secrets:
+    def get(self, scope, key):
+        return {secrets!r}[scope][key]
+
+
 class DbUtils:
     widgets = Widgets({typed!r})
+    secrets = Secrets()
 
 
 dbutils = DbUtils()
@@ -90,26 +98,30 @@ def test_quickstart_notebook_reads_a_queue_into_a_table_and_every_message_arrive
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_quickstart_notebook_as_databricks_runs_it_uses_the_widgets_and_stops_nothing_given(
+def test_quickstart_notebook_as_databricks_runs_it_logs_in_with_a_secret_and_stops_nothing_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("AMQP_URI", raising=False)
     monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    with Broker() as broker:
+    users = {"quickstart": {"password": PASSWORD, "vhosts": ["/"]}}
+    with Broker(config={"users": users}) as broker:
         typed = {
-            "amqp_uri": broker.url,
+            "amqp_uri": f"amqp://127.0.0.1:{broker.port}/%2F",  # no user, no password
+            "username": "quickstart",
+            "secret_scope": "amqp",
             "checkpoints": str(tmp_path / "volume"),
             "table": "quickstart_given",
         }
-        given = GIVEN.format(scratch=str(tmp_path / "spark"), typed=typed)
+        secrets = {"amqp": {"amqp-password": PASSWORD}}
+        given = GIVEN.format(scratch=str(tmp_path / "spark"), typed=typed, secrets=secrets)
         notebook.cells.insert(0, nbformat.v4.new_code_cell(given))
         notebook.cells.append(nbformat.v4.new_code_cell(AFTER))
 
         outputs = run(notebook, tmp_path)
-        address = broker.url.split("@")[-1]
 
-    assert f"broker: {address}" in outputs
+    assert f"broker: {typed['amqp_uri']}" in outputs
+    assert PASSWORD not in outputs
     assert_every_message_accounted_for(outputs, "quickstart_given")
     widgets = ["amqp_uri", "checkpoints", "secret_key", "secret_scope", "table", "username"]
     assert f"widgets: {widgets}" in outputs
