@@ -62,6 +62,14 @@ print("widgets:", sorted(dbutils.widgets.made))
 """
 
 
+@pytest.fixture(autouse=True)
+def kernel_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``AMQP_URI`` (the notebook takes its broker from the widgets, else starts its own);
+    Spark's Python workers run this Python."""
+    monkeypatch.delenv("AMQP_URI", raising=False)
+    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
+
+
 def run(notebook: NotebookNode, cwd: Path) -> str:
     """Execute ``notebook`` in a kernel of this Python; its cells' printed text."""
     NotebookClient(
@@ -85,11 +93,8 @@ def assert_every_message_accounted_for(outputs: str, table: str) -> None:
 @pytest.mark.versions
 @pytest.mark.timeout(900)
 def test_quickstart_notebook_reads_a_queue_into_a_table_and_every_message_arrives(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.delenv("AMQP_URI", raising=False)  # the notebook must start its own broker
-    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
-
     outputs = run(nbformat.read(NOTEBOOK, as_version=4), tmp_path)
 
     assert_every_message_accounted_for(outputs, "amqp_quickstart_events")
@@ -99,10 +104,8 @@ def test_quickstart_notebook_reads_a_queue_into_a_table_and_every_message_arrive
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_quickstart_notebook_as_databricks_runs_it_logs_in_with_a_secret_and_stops_nothing_given(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.delenv("AMQP_URI", raising=False)
-    monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     users = {"quickstart": {"password": PASSWORD, "vhosts": ["/"]}}
     with Broker(config={"users": users}) as broker:
