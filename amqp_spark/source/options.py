@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 from amqp_spark.options import (
     ADDRESSES,
     BOOLEAN,
+    HTTP_URL,
     NAMES,
     STRING,
     URI,
@@ -30,7 +31,9 @@ from amqp_spark.options import (
     one_of,
     option,
     parse_options,
+    password_option,
     raw_value,
+    username_option,
     with_addresses,
 )
 from amqp_spark.source.limits import Limits
@@ -140,6 +143,8 @@ class SourceOptions:
         "`heartbeat`, `frame_max`, `channel_max`, `connection_timeout` as RabbitMQ URIs "
         "define them. Passwords are redacted in errors.",
     )
+    username: str | None = username_option("source")
+    password: str | None = password_option("source")
     addresses: str | None = option(
         "addresses",
         ADDRESSES,
@@ -377,15 +382,16 @@ class SourceOptions:
     )
     management_url: str | None = option(
         "managementUrl",
-        STRING,
+        HTTP_URL,
         default_doc="none",
         doc="with `superStream`: the management API (`http://host:15672`) that lists its "
         "partitions; else they are found by name",
         requires=Requires("superStream"),
         details="with `superStream`: the broker's management HTTP API (`http://host:15672`, "
-        "the `uri`'s user and password), which lists the super stream's bindings: needed for "
-        "a super stream made with `--routing-keys`; without it (or when it does not answer) "
-        "the partitions are `<name>-0`, `<name>-1`, ... as `--partitions` names them.",
+        "the user and password of `uri`, `username` and `password`), which lists the super "
+        "stream's bindings: needed for a super stream made with `--routing-keys`; without it "
+        "(or when it does not answer) the partitions are `<name>-0`, `<name>-1`, ... as "
+        "`--partitions` names them.",
     )
     given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
