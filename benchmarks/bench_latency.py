@@ -1,0 +1,155 @@
+"""End-to-end latency through ``amqp`` source -> ``amqp`` sink at a steady low rate.
+
+A publisher in this process sends ``--rate`` messages a second (default 200) to a classic
+queue, each body the wall-clock time it was sent (ns, 8 bytes); a streaming query with the
+default trigger reads that queue with the source at its defaults and writes the bodies with
+the sink to a second queue, which a consumer in this process reads: a message's latency is
+its arrival there minus its send time (one machine, one clock). The first ``--warm-up``
+seconds are not counted (query start, JIT); then ``--seconds`` are measured. Prints the
+percentiles per broker (the bundled broker, RabbitMQ 4) with the load average.
+
+    python -m benchmarks.bench_latency [--rate 200] [--seconds 30] [--broker bundled|rabbitmq4]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import struct
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from amqp_spark.client import connect
+from amqp_spark.datasource import AMQPDataSource
+from benchmarks.bench_broker import bundled_broker
+from testbed.rabbitmq import rabbitmq
+from testbed.spark import local_session
+
+IN, OUT = "bench-latency-in", "bench-latency-out"
+_STAMP = struct.Struct(">q")
+
+
+def _publish(url: str, rate: float, until: float, stop: threading.Event) -> int:
+    """Publish one message every 1/rate s, each stamped with its send time; returns the count."""
+    sent = 0
+    with connect(url) as conn, conn.channel() as ch:
+        start = time.monotonic()
+        while not stop.is_set() and time.monotonic() < until:
+            due = start + sent / rate
+            pause = due - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            ch.basic_publish("", IN, _STAMP.pack(time.time_ns()))
+            sent += 1
+    return sent
+
+
+def _latencies(url: str, count_from: float, until: float) -> list[float]:
+    """Seconds from send to arrival of every message that arrives before ``until`` and was
+    sent after ``count_from`` (wall clock)."""
+    found: list[float] = []
+    with connect(url) as conn, conn.channel() as ch:
+        ch.basic_consume(OUT, no_ack=True)
+        while time.time() < until:
+            delivery = ch.next_delivery(timeout=0.5)
+            if delivery is None:
+                continue
+            arrived = time.time_ns()
+            (sent,) = _STAMP.unpack(delivery.body)
+            if sent >= count_from * 1e9:
+                found.append((arrived - sent) / 1e9)
+    return found
+
+
+def measure(spark: object, url: str, rate: float, warm_up: float, seconds: float) -> list[float]:
+    with connect(url) as conn, conn.channel() as ch:
+        for queue in (IN, OUT):
+            ch.queue_declare(queue)
+            ch.queue_purge(queue)
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as checkpoint:
+        query = (
+            spark.readStream.format("amqp")  # type: ignore[attr-defined]
+            .option("uri", url)
+            .option("queue", IN)
+            .load()
+            .select("body")
+            .writeStream.format("amqp")
+            .option("uri", url)
+            .option("routingKey", OUT)
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
+        try:
+            now = time.time()
+            count_from, until = now + warm_up, now + warm_up + seconds
+            stop = threading.Event()
+            publisher = threading.Thread(
+                target=_publish, args=(url, rate, time.monotonic() + warm_up + seconds, stop)
+            )
+            publisher.start()
+            try:
+                # Messages sent in the last second may still be on their way: wait for them.
+                found = _latencies(url, count_from, until + 5)
+            finally:
+                stop.set()
+                publisher.join()
+        finally:
+            query.stop()
+    return found
+
+
+def percentiles(found: list[float]) -> str:
+    if len(found) < 100:
+        return f"only {len(found)} messages arrived"
+    cuts = statistics.quantiles(found, n=100)
+    return (
+        f"{len(found)} messages: p50 {cuts[49] * 1000:.0f} ms, p90 {cuts[89] * 1000:.0f} ms, "
+        f"p99 {cuts[98] * 1000:.0f} ms, max {max(found) * 1000:.0f} ms"
+    )
+
+
+@contextlib.contextmanager
+def _bundled() -> Iterator[str]:
+    with bundled_broker() as (host, port):
+        yield f"amqp://guest:guest@{host}:{port}/%2F"
+
+
+BROKERS: dict[str, Callable[[], contextlib.AbstractContextManager[str]]] = {
+    "bundled": _bundled,
+    "rabbitmq4": lambda: rabbitmq(4),
+}
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_latency")
+    parser.add_argument("--rate", type=float, default=200.0, help="messages a second")
+    parser.add_argument("--seconds", type=float, default=30.0, help="measured seconds")
+    parser.add_argument("--warm-up", type=float, default=15.0, help="seconds not counted")
+    parser.add_argument("--broker", action="append", choices=list(BROKERS))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as scratch:
+        spark = local_session(Path(scratch))
+        spark.dataSource.register(AMQPDataSource)
+        try:
+            for name in args.broker or list(BROKERS):
+                with BROKERS[name]() as url:
+                    load = _load()
+                    found = measure(spark, url, args.rate, args.warm_up, args.seconds)
+                    print(
+                        f"{name}: {args.rate:.0f} msg/s, default trigger: {percentiles(found)}; "
+                        f"load {load} -> {_load()}",
+                        flush=True,
+                    )
+        finally:
+            spark.stop()
+    sys.exit(0)
