@@ -4,8 +4,9 @@ A publisher in this process sends ``--rate`` messages a second (default 200) to 
 queue, each body the wall-clock time it was sent (ns, 8 bytes); a streaming query with the
 default trigger reads that queue with the source at its defaults and writes the bodies with
 the sink to a second queue, which a consumer in this process reads: a message's latency is
-its arrival there minus its send time (one machine, one clock). The first ``--warm-up``
-seconds are not counted (query start, JIT); then ``--seconds`` are measured. Prints the
+its arrival there minus its send time (one machine, one clock). Counting starts
+``--warm-up`` seconds after the first message came through (query start, JIT); then the
+messages sent in ``--seconds`` are measured. Prints the
 percentiles per broker (the bundled broker, RabbitMQ 4) with the load average.
 
     python -m benchmarks.bench_latency [--rate 200] [--seconds 30] [--broker bundled|rabbitmq4]
@@ -31,36 +32,43 @@ from testbed.spark import local_session
 
 IN, OUT = "bench-latency-in", "bench-latency-out"
 _STAMP = struct.Struct(">q")
+#: How long the query may take to deliver its first message (its start, under load).
+_START_BOUND = 600.0
+#: How long to wait past the measured interval for the messages sent at its end.
+_LAST_WAIT = 5.0
 
 
-def _publish(url: str, rate: float, until: float, stop: threading.Event) -> int:
-    """Publish one message every 1/rate s, each stamped with its send time; returns the count."""
-    sent = 0
+def _publish(url: str, rate: float, stop: threading.Event) -> None:
+    """Publish one message every 1/rate s, each stamped with its send time, until ``stop``."""
     with connect(url) as conn, conn.channel() as ch:
-        start = time.monotonic()
-        while not stop.is_set() and time.monotonic() < until:
-            due = start + sent / rate
-            pause = due - time.monotonic()
+        start, sent = time.monotonic(), 0
+        while not stop.is_set():
+            pause = start + sent / rate - time.monotonic()
             if pause > 0:
                 time.sleep(pause)
             ch.basic_publish("", IN, _STAMP.pack(time.time_ns()))
             sent += 1
-    return sent
 
 
-def _latencies(url: str, count_from: float, until: float) -> list[float]:
-    """Seconds from send to arrival of every message that arrives before ``until`` and was
-    sent after ``count_from`` (wall clock)."""
+def _latencies(url: str, warm_up: float, seconds: float) -> list[float]:
+    """Seconds from send to arrival of every message sent in the ``seconds`` that follow
+    ``warm_up`` seconds after the first arrival (the query has started), and arrived."""
     found: list[float] = []
     with connect(url) as conn, conn.channel() as ch:
         ch.basic_consume(OUT, no_ack=True)
-        while time.time() < until:
+        first = ch.next_delivery(timeout=_START_BOUND)
+        if first is None:
+            raise TimeoutError(f"nothing came through the query in {_START_BOUND:.0f} s")
+        count_from = time.time() + warm_up
+        until = count_from + seconds
+        # Messages sent in the last second may still be on their way: wait for them too.
+        while time.time() < until + _LAST_WAIT:
             delivery = ch.next_delivery(timeout=0.5)
             if delivery is None:
                 continue
             arrived = time.time_ns()
             (sent,) = _STAMP.unpack(delivery.body)
-            if sent >= count_from * 1e9:
+            if count_from * 1e9 <= sent < until * 1e9:
                 found.append((arrived - sent) / 1e9)
     return found
 
@@ -83,23 +91,15 @@ def measure(spark: object, url: str, rate: float, warm_up: float, seconds: float
             .option("checkpointLocation", checkpoint)
             .start()
         )
+        stop = threading.Event()
+        publisher = threading.Thread(target=_publish, args=(url, rate, stop))
+        publisher.start()
         try:
-            now = time.time()
-            count_from, until = now + warm_up, now + warm_up + seconds
-            stop = threading.Event()
-            publisher = threading.Thread(
-                target=_publish, args=(url, rate, time.monotonic() + warm_up + seconds, stop)
-            )
-            publisher.start()
-            try:
-                # Messages sent in the last second may still be on their way: wait for them.
-                found = _latencies(url, count_from, until + 5)
-            finally:
-                stop.set()
-                publisher.join()
+            return _latencies(url, warm_up, seconds)
         finally:
+            stop.set()
+            publisher.join()
             query.stop()
-    return found
 
 
 def percentiles(found: list[float]) -> str:
