@@ -234,16 +234,15 @@ class SourceOptions:
         "`prefetch / consumers` each; their deliveries share the channel's delivery tags, so "
         "offsets and acks are unchanged). Not set, a classic stream chooses each queue's window "
         "from the body sizes it sees: up to 40000 messages, within 128 MiB of driver memory for "
-        "the query's queues together (a held delivery counted as 400 B plus twice its body, "
-        "the batch's Arrow copy included): 100 B messages get 40000, 10 KB 6,579, 1 MB 63 "
+        "the query's queues together (a held delivery counted as 400 B plus 1.5 times its body, "
+        "the batch's Arrow copy included): 100 B messages get 40000, 10 KB 8,715, 1 MB 89 "
         "(see Batch size). Stream queues and batch reads: `basic.qos` of each consumer, at most "
         "65535 (default 10000).",
     )
     max_messages_per_trigger: int | None = option(
         "maxMessagesPerTrigger",
         integers(1),
-        default_doc="classic: half the window (`prefetch / 2`) per queue, the whole window in "
-        "AvailableNow runs; stream: none",
+        default_doc="classic: half the window (`prefetch / 2`) per queue; stream: none",
         doc="rows per micro-batch at most (admission control, `ReadMaxRows`)",
         details="rows per micro-batch at most (Spark admission control, `ReadMaxRows`). In a batch "
         "read of classic queues: messages read per queue at most.",

@@ -12,7 +12,6 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.classic.window import (
-    BODY_COPIES,
     DEFAULT_WINDOW_BYTES,
     DEFAULT_WINDOW_MESSAGES,
     DELIVERY_OVERHEAD,
@@ -37,10 +36,10 @@ def test_small_messages_get_the_full_count_of_the_default_window() -> None:
 def test_large_messages_get_a_window_bounded_by_the_memory_budget() -> None:
     policy = DefaultWindow.for_queues(1)
     window = policy.target(1 * MiB)
-    assert window == DEFAULT_WINDOW_BYTES // (DELIVERY_OVERHEAD + BODY_COPIES * MiB)
+    assert window == DEFAULT_WINDOW_BYTES // (DELIVERY_OVERHEAD + 1.5 * MiB)
     assert 0 < window < 100
     # What that window holds, the Arrow copy of a batch included, stays within the budget.
-    assert window * (DELIVERY_OVERHEAD + BODY_COPIES * MiB) <= DEFAULT_WINDOW_BYTES
+    assert window * (DELIVERY_OVERHEAD + 1.5 * MiB) <= DEFAULT_WINDOW_BYTES
 
 
 def test_a_message_larger_than_the_budget_still_gets_a_window_of_one() -> None:
@@ -140,7 +139,7 @@ def test_the_default_window_of_large_messages_is_bounded_by_bytes(
 
     c = consumers._consumers[queue]
     assert (c.window, len(c.arrived)) == (target, target)
-    assert c.held_bytes * BODY_COPIES + target * DELIVERY_OVERHEAD <= policy.budget_bytes
+    assert c.held_bytes * 1.5 + target * DELIVERY_OVERHEAD <= policy.budget_bytes
     assert end["deliveryTags"] == {queue: target}
     assert BASIC_ACK not in method_ids(only_connection(proxy))
 

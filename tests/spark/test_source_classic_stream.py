@@ -101,7 +101,7 @@ def test_available_now_bounds_batches_empties_the_queue_and_next_run_reads_nothi
     assert broker.ready(queue) == 0, "the last batch was not acked"
 
 
-def test_without_limits_an_available_now_batch_takes_at_most_the_prefetch(
+def test_without_limits_a_batch_takes_at_most_half_the_prefetch(
     broker: Broker, queries: Queries
 ) -> None:
     queue = broker.new_queue()
@@ -110,7 +110,7 @@ def test_without_limits_an_available_now_batch_takes_at_most_the_prefetch(
     rows, sizes = queries.collect_available_now(options(broker, queue, prefetch="10"))
 
     assert sorted(r.body for r in rows) == bodies(30)
-    assert sizes and max(sizes) <= 10
+    assert sizes and max(sizes) <= 5
 
 
 def test_connections_close_with_connection_close_when_the_query_stops(

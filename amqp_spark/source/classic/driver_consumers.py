@@ -330,7 +330,7 @@ class ClassicConsumers:
                 idle_since = time.monotonic()
             waiting_on = self._queues_that_can_deliver()
             if (
-                self._buffered() >= (wanted or self.default_batch())
+                self._buffered() >= (wanted or self.half_windows())
                 or not waiting_on
                 or time.monotonic() > deadline
             ):
@@ -373,17 +373,12 @@ class ClassicConsumers:
         fewer than the window unacked (every buffered delivery is unacked)."""
         return [q for q, c in self._consumers.items() if c.room() > 0 and len(c.arrived) < c.window]
 
-    def default_batch(self) -> int:
-        """A batch's rows without a row limit. In an AvailableNow run, the whole windows:
-        the run waits for a batch's rows anyway, and Spark's cost per batch is paid half as
-        often (measured, docs/measurements/classic-source.md: the JVM's CPU per row halves,
-        the broker's stays). Otherwise half of what may be in flight, so that the broker
-        keeps sending the other half while Spark processes the batch: a batch taking it all
-        would find next to nothing when the next trigger comes. A default window counts as
-        the size it is growing to: a batch planned while it grows is not cut to the first
-        consumers' few messages."""
-        share = 1 if self._available_now else 2
-        return sum(max(1, self._window_of(c) // share) for c in self._consumers.values())
+    def half_windows(self) -> int:
+        """A batch's rows without a row limit: half of what may be in flight, so that the
+        broker keeps sending the other half while Spark processes the batch. A default
+        window counts as the size it is growing to: a batch planned while it grows is not
+        cut to the first consumers' few messages."""
+        return sum(max(1, self._window_of(c) // 2) for c in self._consumers.values())
 
     def _window_of(self, consumer: _Consumer) -> int:
         if self._fixed is not None:
@@ -413,7 +408,7 @@ class ClassicConsumers:
             else:
                 self._receive()
             self.ensure_open()  # a connection that died while receiving is replaced
-            rows = limits.max_rows or self.default_batch()
+            rows = limits.max_rows or self.half_windows()
             firsts = {
                 q: c.after(start.tag(q, self.connection_id)) for q, c in self._consumers.items()
             }

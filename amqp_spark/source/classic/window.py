@@ -11,9 +11,7 @@ while Spark processes the batch. Two costs pull it in opposite directions:
 * the broker's cost per message grows with the messages it holds unacked (RabbitMQ 4 most:
   62.9 µs of CPU per message with a window of 131070, 41.1 with 40000);
 * the driver keeps every delivery of the window in memory, and the batch a second time as
-  Arrow bytes (in AvailableNow runs a batch is the whole window, see
-  ``ClassicConsumers.default_batch``): a fixed count of messages is harmless at 100 B and
-  ruinous at 1 MB.
+  Arrow bytes: a fixed count of messages is harmless at 100 B and ruinous at 1 MB.
 
 So by default the window is chosen per queue from the body sizes seen: as large as
 :data:`DEFAULT_WINDOW_MESSAGES`, but no more than :data:`DEFAULT_WINDOW_BYTES` (shared by the
@@ -31,13 +29,11 @@ from dataclasses import dataclass
 
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 
-#: The default window's count, per queue (batches of 20,000; 40,000 in AvailableNow runs).
-#: Measured on RabbitMQ 4.0.5 (300,000 x 100 B, AvailableNow into noop, per-process CPU, see
-#: docs/source.md): RabbitMQ's CPU per message grows with the unacked window (38.9 µs at
-#: 20000, 41.1 at 40000, 48.1 at 65535, 62.9 at 131070; 35.8 for the raw client), Spark's JVM
-#: per batch (29.7 µs per row in 30 batches, 12.4 in 15, 8.6 in 10): 40000 cost least in all
-#: and read fastest. Measured again in 2026-12-05 (docs/measurements/classic-source.md):
-#: 80000 cost RabbitMQ 47.0 µs per message against 30.1 at 40000.
+#: The default window's count, per queue (batches of 20,000). Measured on RabbitMQ 4.0.5
+#: (300,000 x 100 B, AvailableNow into noop, per-process CPU, see docs/source.md): RabbitMQ's
+#: CPU per message grows with the unacked window (38.9 µs at 20000, 41.1 at 40000, 48.1 at
+#: 65535, 62.9 at 131070; 35.8 for the raw client), Spark's JVM per batch (29.7 µs per row
+#: in 30 batches, 12.4 in 15, 8.6 in 10): 40000 cost least in all and read fastest.
 DEFAULT_WINDOW_MESSAGES = 40_000
 #: What the default windows of one query may hold in the driver, all queues together.
 DEFAULT_WINDOW_BYTES = 128 * 2**20
@@ -49,14 +45,10 @@ DELIVERY_OVERHEAD = 400
 GROWTH = 16
 
 
-#: The body counted this many times per held message: the delivery's, and the Arrow copy of
-#: its batch (an AvailableNow batch may be the whole window).
-BODY_COPIES = 2
-
-
 def message_cost(average_body: float) -> float:
-    """Driver memory per message of the window: the delivery and its Arrow copy."""
-    return DELIVERY_OVERHEAD + BODY_COPIES * average_body
+    """Driver memory per message of the window: the delivery, and half of it again as the
+    Arrow copy of a batch (a batch is at most half the window)."""
+    return DELIVERY_OVERHEAD + 1.5 * average_body
 
 
 @dataclass(frozen=True)
@@ -87,4 +79,4 @@ class DefaultWindow:
 
     def over_budget(self, held_bytes: int, held: int) -> bool:
         """Whether ``held`` deliveries of ``held_bytes`` body bytes exceed the memory budget."""
-        return held_bytes * BODY_COPIES + held * DELIVERY_OVERHEAD > self.budget_bytes
+        return held_bytes * 1.5 + held * DELIVERY_OVERHEAD > self.budget_bytes
