@@ -8,9 +8,10 @@ and hides the value of an option only when its *key* matches ``spark.redaction.r
 ``dbutils.secrets.get(...)`` on Databricks) is hidden there, and one inside ``uri`` is not:
 the source cannot change how Spark prints its options (measured: docs/security.md). Hence:
 
-* ``into_urls`` puts ``username`` and ``password`` into every AMQP URL-valued option (``uri``
-  and any other declared with a redacting parser, every host of ``addresses`` included), so
-  each connection the source or the sink opens, on the driver or an executor, has them;
+* ``into_urls`` puts ``username`` and ``password`` into every URL-valued option (``uri``,
+  ``streamUri`` and any other declared with a redacting parser, every host of ``addresses``
+  included), so each connection the source or the sink opens, on the driver or an
+  executor, has them;
 * it logs one warning (per process, option and URL) when such a URL holds a password;
 * messages never show the value of an option whose key names a secret (``names_secret``),
   and show URLs through ``amqp_spark.options.redact_uri``.
@@ -52,15 +53,15 @@ def names_secret(option: str) -> bool:
 
 def into_urls(values: dict[str, Any], urls: Mapping[str, str]) -> None:
     """Put the options ``username`` and ``password`` of ``values`` (parsed, by field) into
-    each ``amqp://`` / ``amqps://`` value of the fields ``urls`` names (field: option name),
-    where they replace the URL's own; warn (once per process and option) about a URL that
-    holds a password."""
+    each ``amqp://`` / ``amqps://`` / ``rabbitmq-stream://`` value of the fields ``urls``
+    names (field: option name), where they replace the URL's own; warn (once per process
+    and option) about a URL that holds a password."""
     for field, name in urls.items():
         url = values.get(field)
         if not isinstance(url, str):
             continue
         _warn_if_password_in(name, url)
-        if urlsplit(url).scheme.lower() in ("amqp", "amqps"):
+        if urlsplit(url).scheme.lower() in ("amqp", "amqps", "rabbitmq-stream"):
             values[field] = with_credentials(url, values.get(USERNAME), values.get(PASSWORD))
 
 

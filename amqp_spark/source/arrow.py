@@ -139,6 +139,23 @@ def _headers(tables: list[dict[str, Any] | None], arrow_type: pa.DataType) -> pa
     ]
 
 
+def columns_to_record_batch(columns: dict[str, list[Any]], queue: str) -> pa.RecordBatch:
+    """One record batch of a stream queue's rows given as columns
+    (``amqp_protocol.amqp10.columns.decode_columns``: bodies, offsets, the properties as a
+    0-9-1 consumer has them). Over the stream protocol there is no delivery tag (it belongs
+    to a 0-9-1 channel) and no redelivery: those columns are null and false."""
+    n = len(columns["body"])
+    schema = source_arrow_schema()
+    built: dict[str, pa.Array | list[Any]] = dict(columns)
+    built["queue"] = pa.repeat(pa.scalar(queue, pa.string()), n)
+    built["delivery_tag"] = pa.nulls(n, pa.int64())
+    built["redelivered"] = pa.repeat(pa.scalar(False), n)
+    built["timestamp"] = _timestamps(columns["timestamp"], schema.field("timestamp").type)
+    built["headers"] = _headers(columns["headers"], schema.field("headers").type)
+    arrays = [_array(built[field.name], field.type) for field in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def serialize(batch: pa.RecordBatch) -> bytes:
     """Arrow IPC stream bytes of one batch: what a partition carries to an executor."""
     sink = pa.BufferOutputStream()

@@ -12,7 +12,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from amqp_spark.options import (
     ADDRESSES,
@@ -111,6 +111,23 @@ SOURCE_URI = Parser(URI_ACCEPTED, _source_uri, redact=True)
 CONSUMER_PREFETCH_MAX = 65535
 #: The largest ``prefetch``: what the driver may hold unacked per classic queue.
 PREFETCH_MAX = 16 * CONSUMER_PREFETCH_MAX
+
+STREAM_PROTOCOLS = ("auto", "stream", "amqp")
+
+
+def _stream_uri(value: str) -> str:
+    """A ``rabbitmq-stream://`` URI with a host."""
+    try:
+        parts = urlsplit(value.strip())
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise Refused() from None
+    if parts.scheme != "rabbitmq-stream" or not parts.hostname:
+        raise Refused()
+    return value.strip()
+
+
+STREAM_URI = Parser("rabbitmq-stream://user:password@host:port/vhost", _stream_uri, redact=True)
 
 _STREAM_ONLY = Requires(
     "queueType", ("stream",), "classic queues are consumed destructively and have no positions"
@@ -393,6 +410,23 @@ class SourceOptions:
         "(or when it does not answer) the partitions are `<name>-0`, `<name>-1`, ... as "
         "`--partitions` names them.",
     )
+    stream_protocol: str = option(
+        "streamProtocol",
+        one_of(STREAM_PROTOCOLS),
+        default="auto",
+        doc="stream queues: `stream` (RabbitMQ's stream protocol, `streamUri`), `amqp` "
+        "(AMQP 0-9-1) or `auto` (the stream protocol when the broker answers on it, else "
+        "0-9-1; one log line says which and why)",
+        requires=_STREAM_ONLY,
+    )
+    stream_uri: str | None = option(
+        "streamUri",
+        STREAM_URI,
+        default_doc="`uri`'s host and vhost, port 5552",
+        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
+        "is served",
+        requires=_STREAM_ONLY,
+    )
     given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
     @property
@@ -405,6 +439,20 @@ class SourceOptions:
         if not self.filter_values:
             return None
         return StreamFilter(self.filter_values, self.match_unfiltered)
+
+    @property
+    def stream_uri_for_connections(self) -> str:
+        """``streamUri`` (with ``username`` and ``password``), else the first host of ``uri``
+        on the stream protocol's port, with its credentials and vhost."""
+        if self.stream_uri is not None:
+            return self.stream_uri
+        from amqp_spark.client.parameters import parse_url_hosts
+        from amqp_spark.client.stream import DEFAULT_STREAM_PORT
+
+        params = parse_url_hosts(self.uri)[0]
+        user, password = quote(params.username, safe=""), quote(params.password, safe="")
+        vhost = quote(params.virtual_host, safe="")
+        return f"rabbitmq-stream://{user}:{password}@{params.host}:{DEFAULT_STREAM_PORT}/{vhost}"
 
     @property
     def poll_timeout(self) -> float:

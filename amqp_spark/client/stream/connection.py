@@ -1,0 +1,301 @@
+"""A blocking client of RabbitMQ's stream protocol, on the sans-IO ``amqp_protocol.stream``.
+
+One socket, one thread: a request is sent and the socket is read until the response with
+its correlation id arrives; what arrives meanwhile (deliveries, metadata updates) is kept in
+order for :meth:`StreamClient.next_delivery`. Heartbeats are answered as they come and sent
+when due while the client waits. The executors' range readers and the driver's view of where
+streams end use it; both keep one request in flight at a time, so no reader thread is needed.
+"""
+
+from __future__ import annotations
+
+import collections
+import socket
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from amqp_protocol.generated import stream as c
+from amqp_protocol.generated.stream_codes import ResponseCode
+from amqp_protocol.stream.command import Command
+from amqp_protocol.stream.connection import (
+    DEFAULT_FRAME_MAX,
+    DEFAULT_HEARTBEAT,
+    Role,
+    StreamConnection,
+    negotiate,
+)
+from amqp_protocol.stream.errors import StreamProtocolError
+from amqp_protocol.stream.values import OffsetSpecification
+from amqp_spark.client.exceptions import ClientError, ClientTimeout
+from amqp_spark.options import redact_uri
+
+C = TypeVar("C", bound=Command)
+
+#: The stream protocol's port on RabbitMQ and on the bundled broker.
+DEFAULT_STREAM_PORT = 5552
+_READ_BYTES = 1 << 20
+
+
+class StreamError(ClientError):
+    """The broker answered a request with a response code other than OK."""
+
+    def __init__(self, what: str, code: int) -> None:
+        self.code = code
+        try:
+            name = ResponseCode(code).name
+        except ValueError:
+            name = "unknown"
+        super().__init__(f"{what}: the broker answered {name} ({code:#04x})")
+
+
+class StreamConnectionLost(ClientError):
+    """The connection could not be made, or the broker or the network ended it."""
+
+
+@dataclass(frozen=True)
+class StreamEndpoint:
+    """Where a ``rabbitmq-stream://user:password@host:port/vhost`` URI points."""
+
+    host: str
+    port: int
+    username: str
+    password: str
+    vhost: str
+
+    @classmethod
+    def parse(cls, uri: str) -> StreamEndpoint:
+        parts = urllib.parse.urlsplit(uri)
+        if parts.scheme != "rabbitmq-stream" or not parts.hostname:
+            raise ValueError(
+                f"not a rabbitmq-stream://user:password@host:port/vhost URI: {redact_uri(uri)!r}"
+            )
+        return cls(
+            host=parts.hostname,
+            port=parts.port or DEFAULT_STREAM_PORT,
+            username=urllib.parse.unquote(parts.username or "guest"),
+            password=urllib.parse.unquote(parts.password or "guest"),
+            vhost=urllib.parse.unquote(parts.path[1:]) if len(parts.path) > 1 else "/",
+        )
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+class StreamClient:
+    """An open stream-protocol connection (see the module's docstring)."""
+
+    def __init__(self, endpoint: StreamEndpoint, *, timeout: float = 30.0) -> None:
+        self.endpoint = endpoint
+        self.timeout = timeout
+        try:
+            self._sock = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
+        except OSError as exc:
+            raise StreamConnectionLost(
+                f"stream protocol: cannot connect to {endpoint.address}: {exc}"
+            ) from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._conn = StreamConnection(Role.CLIENT)
+        self._arrived: collections.deque[Command] = collections.deque()
+        self.server_properties: dict[str, Any] = {}
+        try:
+            self._open()
+        except BaseException:
+            self._sock.close()
+            raise
+
+    # -- the handshake -------------------------------------------------------------------
+
+    def _open(self) -> None:
+        ids = self._conn.next_correlation_id
+        peer = self._request(
+            c.PeerProperties(ids(), {"product": "amqp-spark", "connection_name": "amqp-spark"}),
+            c.PeerPropertiesResponse,
+            "peer properties",
+        )
+        self.server_properties = dict(peer.properties)
+        self._request(c.SaslHandshake(ids()), c.SaslHandshakeResponse, "sasl handshake")
+        plain = f"\0{self.endpoint.username}\0{self.endpoint.password}".encode()
+        self._request(
+            c.SaslAuthenticate(ids(), "PLAIN", plain),
+            c.SaslAuthenticateResponse,
+            f"authenticating as {self.endpoint.username!r}",
+        )
+        tune = self._expect(c.Tune)
+        self._send(
+            c.Tune(
+                negotiate(tune.frame_max, DEFAULT_FRAME_MAX),
+                negotiate(tune.heartbeat, DEFAULT_HEARTBEAT),
+            )
+        )
+        self._request(
+            c.Open(ids(), self.endpoint.vhost), c.OpenResponse, f"vhost {self.endpoint.vhost!r}"
+        )
+        # Deliver v2 carries the committed chunk id; a broker without it keeps v1.
+        self._request(
+            c.ExchangeCommandVersions(ids(), [c.CommandVersion(c.DeliverV2.KEY, 1, 2)]),
+            c.ExchangeCommandVersionsResponse,
+            "command versions",
+        )
+
+    # -- requests ------------------------------------------------------------------------
+
+    def stream_stats(self, stream: str) -> dict[str, int]:
+        """``first_chunk_id`` and ``committed_chunk_id`` of ``stream`` (-1: no chunk)."""
+        answer = self._request(
+            c.StreamStats(self._conn.next_correlation_id(), stream),
+            c.StreamStatsResponse,
+            f"stream stats of {stream!r}",
+        )
+        return dict(answer.stats)
+
+    def subscribe(
+        self, subscription_id: int, stream: str, offset: OffsetSpecification, credit: int
+    ) -> None:
+        self._request(
+            c.Subscribe(
+                self._conn.next_correlation_id(), subscription_id, stream, offset, credit, {}
+            ),
+            c.SubscribeResponse,
+            f"subscribing to stream {stream!r}",
+        )
+
+    def unsubscribe(self, subscription_id: int) -> None:
+        self._request(
+            c.Unsubscribe(self._conn.next_correlation_id(), subscription_id),
+            c.UnsubscribeResponse,
+            "unsubscribing",
+        )
+        self._arrived = collections.deque(
+            cmd
+            for cmd in self._arrived
+            if not (isinstance(cmd, c.Deliver | c.DeliverV2))
+            or cmd.subscription_id != subscription_id
+        )
+
+    def credit(self, subscription_id: int, chunks: int) -> None:
+        self._send(c.Credit(subscription_id, chunks))
+
+    def next_delivery(self, timeout: float) -> c.Deliver | c.DeliverV2 | None:
+        """The next chunk delivered to a subscription, or None after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while self._arrived:
+                cmd = self._arrived.popleft()
+                if isinstance(cmd, c.Deliver | c.DeliverV2):
+                    return cmd
+                self._unsolicited(cmd)
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(left):
+                return None
+
+    def close(self) -> None:
+        try:
+            self._request(
+                c.Close(self._conn.next_correlation_id(), ResponseCode.OK, "done"),
+                c.CloseResponse,
+                "closing",
+                timeout=2.0,
+            )
+        except (ClientError, OSError, StreamProtocolError):
+            pass  # closing anyway
+        finally:
+            self._sock.close()
+
+    def __enter__(self) -> StreamClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the wire ------------------------------------------------------------------------
+
+    def _send(self, command: Command) -> None:
+        try:
+            self._sock.sendall(self._conn.send(command))
+        except OSError as exc:
+            raise self._lost(exc) from None
+
+    def _request(
+        self, command: Command, kind: type[C], what: str, *, timeout: float | None = None
+    ) -> C:
+        self._send(command)
+        answer = self._expect(kind, timeout=timeout)
+        code = getattr(answer, "response_code", ResponseCode.OK)
+        if code != ResponseCode.OK:
+            raise StreamError(f"stream protocol at {self.endpoint.address}: {what}", code)
+        return answer
+
+    def _expect(self, kind: type[C], *, timeout: float | None = None) -> C:
+        """The next command of ``kind``; deliveries that come first are kept for later."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        kept: list[Command] = []
+        try:
+            while True:
+                while self._arrived:
+                    cmd = self._arrived.popleft()
+                    if isinstance(cmd, kind):
+                        return cmd
+                    if isinstance(cmd, c.Deliver | c.DeliverV2):
+                        kept.append(cmd)
+                    else:
+                        self._unsolicited(cmd)
+                left = deadline - time.monotonic()
+                if left <= 0 or not self._read(left):
+                    raise ClientTimeout(
+                        f"stream protocol at {self.endpoint.address}: no {kind.NAME} "
+                        f"within {self.timeout:.0f} s"
+                    )
+        finally:
+            self._arrived.extendleft(reversed(kept))
+
+    def _unsolicited(self, cmd: Command) -> None:
+        if isinstance(cmd, c.Close):
+            self._sock.close()
+            raise StreamConnectionLost(
+                f"stream protocol at {self.endpoint.address}: the broker closed the "
+                f"connection ({cmd.closing_code:#04x} {cmd.closing_reason})"
+            )
+        if isinstance(cmd, c.CreditResponse):
+            raise StreamError(
+                f"stream protocol at {self.endpoint.address}: credit to subscription "
+                f"{cmd.subscription_id}",
+                cmd.response_code,
+            )
+        if isinstance(cmd, c.MetadataUpdate):
+            raise StreamError(
+                f"stream protocol at {self.endpoint.address}: stream {cmd.stream!r} "
+                "became unavailable",
+                cmd.code,
+            )
+        # Heartbeats and anything else the client does not ask for: nothing to do.
+
+    def _read(self, timeout: float) -> bool:
+        """Read once (at most ``timeout`` s); False if nothing came in that time."""
+        if self._conn.heartbeat_due():
+            self._send(c.Heartbeat())
+        heartbeat = self._conn.heartbeat or timeout
+        self._sock.settimeout(max(min(timeout, heartbeat / 2), 0.001))
+        try:
+            data = self._sock.recv(_READ_BYTES)
+        except TimeoutError:
+            return False
+        except OSError as exc:
+            raise self._lost(exc) from None
+        if not data:
+            raise self._lost(None)
+        try:
+            self._arrived.extend(self._conn.receive_data(data))
+        except StreamProtocolError as exc:
+            self._sock.close()
+            raise StreamConnectionLost(
+                f"stream protocol at {self.endpoint.address}: bad data from the broker: {exc}"
+            ) from None
+        return True
+
+    def _lost(self, exc: OSError | None) -> StreamConnectionLost:
+        self._sock.close()
+        why = "the broker closed the connection" if exc is None else str(exc)
+        return StreamConnectionLost(f"stream protocol at {self.endpoint.address}: {why}")
