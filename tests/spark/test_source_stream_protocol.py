@@ -24,6 +24,7 @@ from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
 from testbed.rabbitmq import stream_uri_of
 from tests.spark.test_source_round_trip import HEADERS, PROPERTIES
 from tests.support import fixtures
+from tests.support.super_streams import declare_over_amqp
 
 pytestmark = [pytest.mark.spark]
 
@@ -130,3 +131,38 @@ def test_auto_falls_back_to_amqp_0_9_1_when_no_stream_port_answers(
         reader = micro_batch_reader(SourceOptions.parse(given))
     assert type(reader) is StreamQueueMicroBatchReader
     assert f"does not answer at rabbitmq-stream://guest:***@127.0.0.1:{port}" in caplog.text
+
+
+def test_a_super_stream_reads_the_same_over_both_protocols(
+    urls: tuple[str, str], amqp_spark: SparkSession
+) -> None:
+    url, stream_uri = urls
+    name = f"ssp-{uuid.uuid4().hex[:8]}"
+    with connect(url) as conn, conn.channel() as ch:
+        partitions = declare_over_amqp(ch, name, ["0", "1", "2"])
+        ch.confirm_select()
+        for index, count in enumerate((12, 7, 5)):
+            for i in range(count):
+                ch.basic_publish(name, str(index), f"p{index}-{i}".encode())
+        ch.wait_for_confirms()
+    try:
+        options = {
+            "uri": url,
+            "superStream": name,
+            "streamUri": stream_uri,
+            "startingOffsets": "first",
+        }
+        got = {
+            protocol: sorted(
+                (r.queue, r.offset, bytes(r.body))
+                for r in read(amqp_spark, {**options, "streamProtocol": protocol}).collect()
+            )
+            for protocol in ("stream", "amqp")
+        }
+        assert got["stream"] == got["amqp"]
+        assert [sum(1 for q, _, _ in got["stream"] if q == p) for p in partitions] == [12, 7, 5]
+    finally:
+        with connect(url) as conn, conn.channel() as ch:
+            for stream in partitions:
+                ch.queue_delete(stream)
+            ch.exchange_delete(name)
