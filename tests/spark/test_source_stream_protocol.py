@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from amqp_spark.client import connect
 from amqp_spark.source.options import SourceOptions
@@ -23,6 +23,7 @@ from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
 )
 from testbed.rabbitmq import stream_uri_of
 from tests.spark.test_source_round_trip import HEADERS, PROPERTIES
+from tests.spark.test_source_stream_columns import read_by_a_streaming_query
 from tests.support import fixtures
 from tests.support.super_streams import declare_over_amqp
 
@@ -60,25 +61,6 @@ def publish_stream(url: str, count: int) -> str:
     return queue
 
 
-def read(spark: SparkSession, options: dict[str, str]) -> DataFrame:
-    name = f"sp_{uuid.uuid4().hex[:8]}"
-    query = (
-        spark.readStream.format("amqp")
-        .options(**options)
-        .load()
-        .writeStream.format("memory")
-        .queryName(name)
-        .trigger(availableNow=True)
-        .start()
-    )
-    try:
-        assert query.awaitTermination(180), "AvailableNow run did not end within 180 s"
-        assert query.exception() is None
-        return spark.table(name)
-    finally:
-        query.stop()
-
-
 @pytest.mark.versions
 def test_rows_over_the_stream_protocol_equal_rows_over_amqp_0_9_1(
     urls: tuple[str, str], amqp_spark: SparkSession
@@ -93,8 +75,8 @@ def test_rows_over_the_stream_protocol_equal_rows_over_amqp_0_9_1(
         "streamUri": stream_uri,
         "rowsPerPartition": "1000",  # three ranges, read by two tasks at once
     }
-    over_protocol = read(amqp_spark, {**options, "streamProtocol": "stream"})
-    over_amqp = read(amqp_spark, {**options, "streamProtocol": "amqp"})
+    over_protocol = read_by_a_streaming_query(amqp_spark, {**options, "streamProtocol": "stream"})
+    over_amqp = read_by_a_streaming_query(amqp_spark, {**options, "streamProtocol": "amqp"})
 
     assert over_protocol.count() == MESSAGES
     assert over_protocol.select("offset").distinct().count() == MESSAGES
@@ -155,7 +137,9 @@ def test_a_super_stream_reads_the_same_over_both_protocols(
         got = {
             protocol: sorted(
                 (r.queue, r.offset, bytes(r.body))
-                for r in read(amqp_spark, {**options, "streamProtocol": protocol}).collect()
+                for r in read_by_a_streaming_query(
+                    amqp_spark, {**options, "streamProtocol": protocol}
+                ).collect()
             )
             for protocol in ("stream", "amqp")
         }

@@ -32,6 +32,7 @@ from amqp_spark.client.exceptions import ClientError, ClientTimeout
 from amqp_spark.options import redact_uri
 
 C = TypeVar("C", bound=Command)
+E = TypeVar("E", bound="StreamEndpoint")
 
 #: The stream protocol's port on RabbitMQ and on the bundled broker.
 DEFAULT_STREAM_PORT = 5552
@@ -65,7 +66,7 @@ class StreamEndpoint:
     vhost: str
 
     @classmethod
-    def parse(cls, uri: str) -> StreamEndpoint:
+    def parse(cls: type[E], uri: str) -> E:
         parts = urllib.parse.urlsplit(uri)
         if parts.scheme != "rabbitmq-stream" or not parts.hostname:
             raise ValueError(

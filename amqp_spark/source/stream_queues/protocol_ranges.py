@@ -35,8 +35,8 @@ from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamProtocolRangePartition
+from amqp_spark.source.stream_queues import positions
 from amqp_spark.source.stream_queues.data_loss import lost
-from amqp_spark.source.stream_queues.starting import Exactly, First, Last, Next, QueueStart
 
 log = logging.getLogger("amqp_spark.source")
 
@@ -127,49 +127,27 @@ class ProtocolPositions:
             self._target = self.ends(force=True)
 
     def initial(self) -> StreamOffset:
-        ends = self.ends(force=True)
-        return StreamOffset.of(
-            {q: self._resolve(q, self._options.start_of(q), ends[q]) for q in ends},
-            self._options.super_stream,
-        )
+        """Where a query without a checkpoint starts, per ``startingOffsets``."""
+        return positions.initial(self._options, self.ends(force=True), self._probe)
 
-    def _resolve(self, queue: str, start: QueueStart, end: int) -> int:
-        if isinstance(start, Exactly):
-            return min(start.offset, end)
-        if isinstance(start, Next):
-            return end
-        if isinstance(start, Last):
-            return max(end - 1, 0)
-        if isinstance(start, First):
-            spec = OffsetSpecification(OffsetType.FIRST)
+    def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
+        """The first offset of the chunk a subscription at ``spec`` ('first' or a moment)
+        gets (None: nothing came)."""
+        if isinstance(spec, str):
+            where = OffsetSpecification(OffsetType.FIRST)
         else:
-            spec = OffsetSpecification(OffsetType.TIMESTAMP, _ms(start.timestamp))
+            where = OffsetSpecification(OffsetType.TIMESTAMP, int(spec.timestamp() * 1000))
         with self._lock:
-            found = self._first_of(self._connected(), queue, spec)
-        return end if found is None else min(found, end)
+            return self._first_of(self._connected(), queue, where)
 
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: where the streams end, within ``maxMessagesPerTrigger``
         (``maxBytesPerTrigger`` needs message sizes, which only the 0-9-1 path sees)."""
-        ends = self.ends()
-        room = limits.max_rows
-        positions = {}
-        for queue in self._options.queues:
-            begin = start.positions.get(queue, ends[queue])
-            take = max(ends[queue] - begin, 0)
-            if room is not None:
-                take = min(take, room)
-                room -= take
-            positions[queue] = begin + take
-        return StreamOffset.of(positions, self._options.super_stream)
+        return positions.batch_end(self._options, start, self.ends(), limits.max_rows)
 
     def report(self) -> dict[str, int]:
         with self._lock:
             return {q: self._last.get(q, (-1, 0))[1] for q in self._options.queues}
-
-
-def _ms(moment: datetime.datetime) -> int:
-    return int(moment.timestamp() * 1000)
 
 
 def plan_protocol_ranges(

@@ -30,13 +30,13 @@ from amqp_spark.server_product import is_rabbitmq
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
 from amqp_spark.source.limits import Limits
-from amqp_spark.source.offsets import OffsetError, StreamOffset
+from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.stream_queues import positions
 from amqp_spark.source.stream_queues.data_loss import lost
 from amqp_spark.source.stream_queues.filter_plan import ExactRead, MatchesSeen
 from amqp_spark.source.stream_queues.resume import resuming
-from amqp_spark.source.stream_queues.starting import Exactly, First, Last, Next, QueueStart
 from amqp_spark.stream_filter import rabbitmq_without_filtering
 
 if TYPE_CHECKING:
@@ -185,21 +185,7 @@ class StreamTails:
 
     def initial(self) -> StreamOffset:
         """Where a query without a checkpoint starts, per ``startingOffsets``."""
-        ends = self.ends()
-        return StreamOffset.of(
-            {q: self._resolve(q, self._options.start_of(q), ends[q]) for q in ends},
-            self._options.super_stream,
-        )
-
-    def _resolve(self, queue: str, start: QueueStart, end: int) -> int:
-        if isinstance(start, Exactly):
-            return min(start.offset, end)
-        if isinstance(start, Next):
-            return end
-        if isinstance(start, Last):
-            return max(end - 1, 0)
-        found = self._probe(queue, "first" if isinstance(start, First) else start.timestamp)
-        return end if found is None else min(found, end)
+        return positions.initial(self._options, self.ends(), self._probe)
 
     def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
         """``probe`` on the driver's connection, reopened (bounded retries) when the probe
@@ -220,40 +206,12 @@ class StreamTails:
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes
         are estimated from the average message size seen)."""
-        self._check_reads(start)
         ends = self.ends()
         room = limits.max_rows
         if limits.max_bytes is not None and self._count:
             by_bytes = max(1, limits.max_bytes * self._count // max(self._bytes, 1))
             room = by_bytes if room is None else min(room, by_bytes)
-        positions = {}
-        for queue in self._options.queues:
-            begin = start.positions.get(queue, ends[queue])
-            take = max(ends[queue] - begin, 0)
-            if room is not None:
-                take = min(take, room)
-                room -= take
-            positions[queue] = begin + take
-        return StreamOffset.of(positions, self._options.super_stream)
-
-    def _check_reads(self, start: StreamOffset) -> None:
-        """A checkpoint's offset is of what this query reads: the same super stream (or
-        none) and, for a super stream, the same partitions (a super stream's partitions
-        are fixed once made; a checkpoint naming others is of another stream)."""
-        wanted = self._options.super_stream
-        if start.super_stream != wanted:
-            held = "stream queues" if start.super_stream is None else repr(start.super_stream)
-            reads = "stream queues" if wanted is None else f"super stream {wanted!r}"
-            raise OffsetError(
-                f"the checkpoint holds offsets of {held} but this query reads {reads} "
-                f"(offset {start.to_dict()!r}); use a new checkpointLocation"
-            )
-        if wanted is not None and set(start.positions) != set(self._options.queues):
-            raise OffsetError(
-                f"the checkpoint holds offsets of partitions {sorted(start.positions)} but "
-                f"super stream {wanted!r} now has {list(self._options.queues)}; use a new "
-                "checkpointLocation"
-            )
+        return positions.batch_end(self._options, start, ends, room)
 
     def report(self) -> dict[str, int]:
         with self._lock:
