@@ -10,9 +10,9 @@ import pika
 from rstream import AMQPMessage
 
 from amqp_protocol.amqp10 import decode_message, from_amqp091
+from testbed.raw_stream_client import OK, RawClient
 from tests.protocol.amqp10.stream_client import delete, publish, read_stored
 from tests.stream_protocol.conftest import Endpoints
-from tests.stream_protocol.raw_client import OK, RawClient
 
 PROPERTIES = pika.BasicProperties(
     content_type="text/plain",

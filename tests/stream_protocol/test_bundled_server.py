@@ -19,8 +19,8 @@ from broker import Broker
 from broker.cli import parse_args
 from broker.config import BrokerConfig
 from broker.stream_server.listener import StreamPortError
+from testbed.raw_stream_client import OK, RawClient, string
 from tests.stream_protocol.conftest import Endpoints
-from tests.stream_protocol.raw_client import OK, RawClient, string
 
 ACCESS_REFUSED = 16
 UNKNOWN_FRAME = 13

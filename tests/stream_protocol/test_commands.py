@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from testbed.raw_stream_client import OK, RawClient, string
 from tests.stream_protocol.conftest import Endpoints
-from tests.stream_protocol.raw_client import OK, RawClient, string
 
 STREAM_DOES_NOT_EXIST = 2
 SUBSCRIPTION_ID_ALREADY_EXISTS = 3

@@ -1,6 +1,7 @@
-"""A blocking stream-protocol client for the tests, written from ``PROTOCOL.adoc`` alone (it
-shares no code with the broker): frames as bytes, responses as their code and the rest,
-so a test sees exactly what a broker answers. Every read is bounded by ``TIMEOUT``."""
+"""A blocking stream-protocol client for the tests and benchmarks, written from
+``PROTOCOL.adoc`` alone (it shares no code with the broker): frames as bytes, responses as
+their code and the rest, so a test sees exactly what a broker answers. Every read is bounded
+by ``TIMEOUT``."""
 
 from __future__ import annotations
 
