@@ -19,13 +19,19 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlsplit
 
+from amqp_spark import credentials
+from amqp_spark.credentials import REDACTED, names_secret
+
 T = TypeVar("T")
 
 
 class OptionError(ValueError):
-    """A bad option: names the option, the value given and what is accepted."""
+    """A bad option: names the option, the value given (never that of an option whose key
+    names a secret, see ``names_secret``) and what is accepted."""
 
     def __init__(self, option: str, value: object, accepted: str, hint: str = "") -> None:
+        if value is not None and names_secret(option):
+            value = REDACTED
         self.option, self.value, self.accepted = option, value, accepted
         shown = "<missing>" if value is None else repr(value)
         text = f"amqp option '{option}': got {shown}; accepted: {accepted}"
@@ -43,7 +49,9 @@ class Parser(Generic[T]):
 
     accepted: str  #: what is accepted, as error messages say it
     read: Callable[[str], T]  #: raises Refused
-    redact: bool = False  #: show the value in errors with its password hidden (URIs)
+    #: The value is a URL: shown with its password hidden, and a password in it is warned
+    #: about (see ``credentials``); an ``amqp(s)://`` one takes ``username`` and ``password``.
+    redact: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,8 +97,11 @@ class Option(Generic[T]):
         try:
             return self.parser.read(value)
         except Refused as e:
-            shown = redact_uri(value) if self.parser.redact else value
-            raise OptionError(self.name, shown, self.parser.accepted, str(e)) from None
+            raise OptionError(self.name, self.shown(value), self.parser.accepted, str(e)) from None
+
+    def shown(self, value: str | None) -> str | None:
+        """``value`` as messages show it: a URL without its password."""
+        return redact_uri(value) if self.parser.redact and value is not None else value
 
 
 _OPTION = "amqp_spark.option"
@@ -138,9 +149,11 @@ def parse_options(
         found = by_key.get(key.lower())
         if found is None:
             close = difflib.get_close_matches(key.lower(), by_key, n=1)
-            hint = f"did you mean '{by_key[close[0]][1].name}'?" if close else ""
+            meant = by_key[close[0]][1].name if close else ""
+            hint = f"did you mean '{meant}'?" if close else ""
             names = sorted(opt.name for opt in accepted.values())
-            raise OptionError(key, value, f"the {side} options {names}", hint)
+            shown = REDACTED if names_secret(meant) else value  # a misspelt 'password'
+            raise OptionError(key, shown, f"the {side} options {names}", hint)
         field, opt = found
         parsed[field] = opt.parse(value)
         given.add(opt.name)
@@ -150,6 +163,9 @@ def parse_options(
                 raise OptionError(opt.name, None, opt.parser.accepted, "this option is required")
             parsed[field] = opt.default
     _check_requirements(raw, accepted, parsed, given)
+    credentials.into_urls(
+        parsed, {field: opt.name for field, opt in accepted.items() if opt.parser.redact}
+    )
     return parsed, frozenset(given)
 
 
@@ -166,7 +182,8 @@ def _check_requirements(
             continue
         other = parsed[by_name[need.option]]
         if (other is None) if need.values is None else (other not in need.values):
-            raise OptionError(opt.name, raw_value(raw, opt.name), need.accepted(), need.hint)
+            shown = opt.shown(raw_value(raw, opt.name))
+            raise OptionError(opt.name, shown, need.accepted(), need.hint)
 
 
 def raw_value(raw: Mapping[str, str], name: str) -> str | None:
@@ -265,6 +282,52 @@ def _uri(value: str) -> str:
 
 
 URI = Parser(URI_ACCEPTED, _uri, redact=True)
+
+
+def _http_url(value: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise Refused() from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Refused()
+    return value
+
+
+HTTP_URL = Parser("an http:// or https:// URL such as 'http://host:15672'", _http_url, redact=True)
+
+SECRET = Parser("a non-empty string (never shown)", _non_empty)
+
+
+def username_option(side: str) -> Any:
+    """The option ``username`` (a field named ``username``, see ``credentials``)."""
+    return option(
+        "username",
+        STRING,
+        default_doc="the `uri`'s",
+        doc="the user to log in as, instead of the `uri`'s",
+        details=f"the user to log in as; replaces the `uri`'s user on every connection of the "
+        f"{side}, on every address, and logs in to `managementUrl` unless that URL has a login.",
+    )
+
+
+def password_option(side: str) -> Any:
+    """The option ``password`` (a field named ``password``, see ``credentials``): Spark
+    hides its value in plans and the UI, the connector in every message."""
+    return option(
+        "password",
+        SECRET,
+        default_doc="the `uri`'s",
+        doc="the password, instead of the `uri`'s: Spark hides this option in plans and the "
+        "UI (`dbutils.secrets.get(...)`), not a password inside `uri`",
+        details="the password of `username` (or of the `uri`'s user); replaces the `uri`'s "
+        f"on every connection of the {side}, on every address. Spark redacts an option "
+        "whose key names a secret (`spark.redaction.regex`) in `explain()` and the Spark UI, "
+        "and the connector never shows it; `uri` is shown as given, so keep passwords out of "
+        "it (a password there is logged as a warning, once). See docs/security.md.",
+    )
 
 
 ADDRESSES_ACCEPTED = (

@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit
 
 from amqp_spark.options import OptionError, redact_uri
 
@@ -88,7 +88,7 @@ def find(
             log.warning(
                 "amqp: the management API at %s did not answer (%s): super stream %r is "
                 "found by naming (%s-0, %s-1, ...)",
-                management_url,
+                redact_uri(management_url),
                 e,
                 name,
                 name,
@@ -108,9 +108,13 @@ def from_management(uri: str, name: str, management_url: str) -> SuperStream:
     from amqp_spark.client.parameters import parse_url
 
     params = parse_url(uri)
-    base = management_url.rstrip("/")
+    # A login in the URL is the API's (urllib would take it for part of the host).
+    parts = urlsplit(management_url)
+    user = unquote(parts.username) if parts.username is not None else params.username
+    password = unquote(parts.password) if parts.password is not None else params.password
+    base = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl().rstrip("/")
     base = base.removesuffix("/api")
-    token = base64.b64encode(f"{params.username}:{params.password}".encode()).decode()
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
     vhost = quote(params.virtual_host, safe="")
     exchange_path = f"/api/exchanges/{vhost}/{quote(name, safe='')}"
 

@@ -13,6 +13,8 @@ Beside it, on the same broker in the same run, each reading the same backlog ref
 * the raw client: our client consuming the queue in this process (prefetch 65535, acking
   every 10 000 with ``multiple``), nothing else done with the messages — the ceiling, since
   the source consumes through this client;
+* the trivial Python source (``benchmarks.python_source_floor``, no broker): Spark's own cost
+  of a Python streaming source, which no design of the source can pass;
 * the hand-written alternative: a pika consumer (prefetch 65535) collecting 10 000
   deliveries at a time as tuples (body, routing_key, exchange, delivery_tag, redelivered),
   ``createDataFrame`` on them, a ``noop`` write, then an ack of the 10 000.
@@ -47,6 +49,7 @@ from amqp_spark.datasource import AMQPDataSource
 from benchmarks.bench_broker import bundled_broker
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import KINDS, ProcessCPU, rabbitmq_node_pid
+from benchmarks.python_source_floor import PythonSourceFloor
 from testbed.rabbitmq import rabbitmq
 from testbed.spark import local_session
 
@@ -62,6 +65,7 @@ HAND_WRITTEN_SCHEMA = (
 )
 SOURCE, TUNED = "amqp source, defaults", f"amqp source, prefetch {SOURCE_PREFETCH}"
 RAW, HAND_WRITTEN = "raw client consume", "pika + createDataFrame loop"
+FLOOR = "trivial Python source (no broker)"
 
 
 def _fill(url: str, count: int, queue: str = QUEUE, stream: bool = False) -> None:
@@ -128,6 +132,13 @@ def phases(progress: list[dict[str, Any]], elapsed: float) -> str:
         f"{elapsed:.2f} s in all: {elapsed - triggers:.2f} s outside the {len(progress)} "
         "triggers (start, end); " + ", ".join(f"{k} {v:.2f} s" for k, v in seconds.items())
     )
+
+
+def _floor_rate(spark: Any, count: int, scratch: Path) -> float:
+    """The trivial Python source (``python_source_floor``): Spark's own cost of a Python
+    streaming source, the bound no design of the ``amqp`` source can pass."""
+    df = spark.readStream.format(PythonSourceFloor.name()).option("rows", count).load()
+    return available_now_rate(df, count, scratch)
 
 
 def _raw_rate(url: str, count: int) -> float:
@@ -198,6 +209,7 @@ def _best_rates(
         (RAW, lambda: _raw_rate(url, count)),
         (HAND_WRITTEN, lambda: _hand_written_rate(spark, url, count)),
         (TUNED, lambda: _source_rate(spark, url, count, scratch, prefetch=str(SOURCE_PREFETCH))),
+        (FLOOR, lambda: _floor_rate(spark, count, scratch)),
     ]
     port = urlsplit(url).port
     broker_pid = rabbitmq_node_pid(port) if port is not None else None
@@ -238,6 +250,7 @@ def _rows(broker: str, count: int, best: dict[str, Best]) -> list[Row]:
         row(f"{what}, defaults", "rows/s", default.rate, best[RAW].rate, RAW),
         row(f"{what}, defaults", "rows/s", default.rate, best[HAND_WRITTEN].rate, HAND_WRITTEN),
         row(f"{what}, {TUNED}", "rows/s", tuned.rate, best[RAW].rate, RAW),
+        row(f"{what}, defaults", "rows/s", default.rate, best[FLOOR].rate, FLOOR),
     ]
     # Where the defaults' time goes; the broker's beside what it spent on the raw client.
     for kind in KINDS:
@@ -272,6 +285,7 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="bench-source-") as scratch:
         spark = local_session(Path(scratch))
         spark.dataSource.register(AMQPDataSource)
+        spark.dataSource.register(PythonSourceFloor)
         try:
             for broker, start_broker in brokers:
                 with start_broker() as url:
@@ -283,20 +297,22 @@ def measure(
 
 def markdown(found: dict[str, dict[str, Best]]) -> str:
     """One table of every broker and contender (defaults first): rows/s, the ratio to the raw
-    client (and to the pika loop for the defaults), CPU-s per million rows per process."""
+    client, to the trivial Python source and (for the defaults) to the pika loop, CPU-s per
+    million rows per process."""
     lines = [
-        "| broker | contender | rows/s | vs raw client | vs pika loop | "
+        "| broker | contender | rows/s | vs raw client | vs trivial source | vs pika loop | "
         + " | ".join(KINDS)
         + " |",
-        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in KINDS) + " |",
+        "| --- | --- | --- | --- | --- | --- | " + " | ".join("---" for _ in KINDS) + " |",
     ]
     for broker, best in found.items():
-        raw, pika = best[RAW].rate, best[HAND_WRITTEN].rate
-        for name in (SOURCE, TUNED, RAW, HAND_WRITTEN):
+        raw, floor, pika = best[RAW].rate, best[FLOOR].rate, best[HAND_WRITTEN].rate
+        for name in (SOURCE, TUNED, RAW, HAND_WRITTEN, FLOOR):
             b = best[name]
             versus_pika = f"{b.rate / pika:.2f}x" if name == SOURCE and pika else ""
             lines.append(
-                f"| {broker} | {name} | {b.rate:,.0f} | {b.rate / raw:.2f}x | {versus_pika} | "
+                f"| {broker} | {name} | {b.rate:,.0f} | {b.rate / raw:.2f}x | "
+                f"{b.rate / floor:.2f}x | {versus_pika} | "
                 + " | ".join(f"{b.cpu.get(k, 0.0):.1f}" for k in KINDS)
                 + " |"
             )

@@ -22,12 +22,19 @@ from .management import ManagementPortError, ctl, streams_ctl
 from .server.app import BrokerServer
 from .server.descriptors import OpenFilesLimitError
 from .store import StoreError, default_data_dir
+from .stream_server.listener import StreamPortError
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="amqp-broker", description="A pure-Python AMQP 0-9-1 broker.")
     p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="TCP port (default 5672)")
+    p.add_argument(
+        "--stream-port",
+        type=int,
+        default=None,
+        help="TCP port of RabbitMQ's stream protocol (default 5552; 0: none)",
+    )
     p.add_argument(
         "--data-dir",
         default=None,
@@ -77,7 +84,7 @@ async def serve(config: BrokerConfig) -> None:
     server = BrokerServer(config, loop)
     try:
         await server.start()
-    except ManagementPortError as e:
+    except (ManagementPortError, StreamPortError) as e:
         await server.shutdown()
         raise SystemExit(f"amqp-broker: {e}") from None
     freeze_start_up_heap()
@@ -98,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         value = getattr(args, name)
         if value is not None:
             setattr(config, name, value)
+    if args.stream_port is not None:
+        config.stream_port = args.stream_port or None
     if args.in_memory:
         config.data_dir = None
     elif not config.data_dir:

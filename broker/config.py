@@ -4,6 +4,7 @@ Example file::
 
     host = "0.0.0.0"
     port = 5672
+    stream_port = 5552                 # RabbitMQ's stream protocol on the same streams; 0: none
     heartbeat = 60                     # seconds proposed in connection.tune; 0 disables
     frame_max = 131072
     channel_max = 2047
@@ -30,6 +31,7 @@ Example file::
     cacertfile = "ca.pem"              # verifies client certificates
     verify = "verify_peer"             # or "verify_none": client certificates are not asked for
     fail_if_no_peer_cert = false       # true: a client without a certificate is refused
+    stream_port = 5551                 # the stream protocol over TLS too (unset: not)
 
     [management]                       # the HTTP API, console and /metrics (on by default)
     enabled = true
@@ -144,6 +146,8 @@ class TLSConfig:
     cacertfile: str | None = None
     verify: str = "verify_none"
     fail_if_no_peer_cert: bool = False
+    #: The stream protocol over TLS (RabbitMQ's ``stream.listeners.ssl``); None: no listener.
+    stream_port: int | None = None
 
     def __post_init__(self) -> None:
         if self.verify not in _VERIFY_MODES:
@@ -181,6 +185,9 @@ def _default_users() -> dict[str, User]:
 class BrokerConfig:
     host: str = "127.0.0.1"
     port: int = 5672
+    #: The stream protocol's listener (RabbitMQ's ``stream.listeners.tcp``); None: none.
+    #: In a file, 0 means none (the embedded ``Broker`` takes 0 as an ephemeral port).
+    stream_port: int | None = 5552
     data_dir: str | None = None
     log_level: str = "INFO"
     heartbeat: int = 60
@@ -247,6 +254,8 @@ class BrokerConfig:
         tls_data = data.pop("tls", None)
         management_data = data.pop("management", None)
         config = cls(**data)
+        if config.stream_port == 0:
+            config.stream_port = None
         if isinstance(management_data, dict):
             config.management = ManagementConfig(**management_data)
         if users_data is not None:

@@ -40,6 +40,9 @@ class Broker:
 
     With a ``[tls]`` section in the config, an amqps listener runs too (``tls_port``,
     ``tls_url``); its port 0 also means an ephemeral port.
+
+    RabbitMQ's stream protocol is served on ``stream_port`` (0, the default: an ephemeral
+    port; None: no listener), on the same streams: ``stream_url``.
     """
 
     def __init__(
@@ -49,9 +52,11 @@ class Broker:
         config: BrokerConfig | Mapping[str, Any] | str | Path | None = None,
         data_dir: str | None = None,
         management_port: int = 0,
+        stream_port: int | None = 0,
     ) -> None:
         self.config = load_config(config)
         self.config.host, self.config.port = host, port
+        self.config.stream_port = stream_port
         self.config.management.port = management_port
         if data_dir is not None:
             self.config.data_dir = data_dir
@@ -80,6 +85,25 @@ class Broker:
     @property
     def tls_url(self) -> str:
         return f"amqps://guest:guest@{self.config.host}:{self.tls_port}/%2F"
+
+    @property
+    def stream_port(self) -> int:
+        """The stream protocol listener's bound port."""
+        if self._server is None or not self._server.streams.port:
+            raise RuntimeError("the broker has no stream protocol listener running")
+        return self._server.streams.port
+
+    @property
+    def stream_tls_port(self) -> int:
+        """The stream protocol's TLS listener's bound port (``[tls]`` ``stream_port``)."""
+        if self._server is None or not self._server.streams.tls_port:
+            raise RuntimeError("the broker has no stream protocol TLS listener running")
+        return self._server.streams.tls_port
+
+    @property
+    def stream_url(self) -> str:
+        """``rabbitmq-stream://guest:guest@host:port/%2F``, the URI stream clients take."""
+        return f"rabbitmq-stream://guest:guest@{self.config.host}:{self.stream_port}/%2F"
 
     @property
     def management_url(self) -> str:

@@ -56,8 +56,9 @@ class BrokerProcess:
         self.port = free_port()
         where = ["--data-dir", str(self.data_dir)] if self.data_dir else ["--in-memory"]
         command = [sys.executable, "-m", self.program, *where, "--port", str(self.port)]
-        # An ephemeral management port: brokers of parallel runs must not race for 15672.
-        command += ["--management-port", "0", *self.args]
+        # An ephemeral management port and no stream listener (unless ``args`` ask for one):
+        # brokers of parallel runs must not race for 15672 and 5552.
+        command += ["--management-port", "0", "--stream-port", "0", *self.args]
         if self.open_files is not None:
             limit = [_WITH_OPEN_FILES_LIMIT, *map(str, self.open_files)]
             command = [sys.executable, "-c", *limit, *command[1:]]

@@ -16,7 +16,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from amqp_protocol import frames
 
@@ -69,6 +69,24 @@ class ConnectionParameters:
         """The URL without the password, for messages and logs."""
         vhost = self.virtual_host.replace("%", "%25").replace("/", "%2F")
         return f"{self.scheme}://{self.username}@{self.host}:{self.port}/{vhost}"
+
+
+def with_credentials(url: str, username: str | None, password: str | None) -> str:
+    """``url`` with ``username`` and ``password`` instead of its own (each None: the URL's
+    own is kept; a password without a user in the URL is guest's, as ``parse_url`` reads
+    it). Percent-encoded, so any character may be in them; every host of a URL naming
+    several (``addresses``) shares them."""
+    if username is None and password is None:
+        return url
+    parts = urlsplit(url)
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    own_user, colon, own_password = userinfo.partition(":")
+    user = quote(username, safe="") if username is not None else (own_user or "guest")
+    if password is not None:
+        userinfo = f"{user}:{quote(password, safe='')}"
+    else:
+        userinfo = f"{user}{colon}{own_password}"
+    return parts._replace(netloc=f"{userinfo}@{hosts}").geturl()
 
 
 def parse_url_hosts(

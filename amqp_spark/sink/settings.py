@@ -10,6 +10,7 @@ from amqp_spark.options import (
     ADDRESSES,
     ANY_STRING,
     BOOLEAN,
+    HTTP_URL,
     STRING,
     URI,
     OptionError,
@@ -19,6 +20,8 @@ from amqp_spark.options import (
     one_of,
     option,
     parse_options,
+    password_option,
+    username_option,
     with_addresses,
 )
 
@@ -39,6 +42,8 @@ class SinkSettings:
         details="`amqp://user:password@host:port/vhost` or `amqps://...`; query parameters as "
         "RabbitMQ URIs define them (`heartbeat`, `connection_timeout`, ...)",
     )
+    username: str | None = username_option("sink")
+    password: str | None = password_option("sink")
     addresses: str | None = option(
         "addresses",
         ADDRESSES,
@@ -146,13 +151,14 @@ class SinkSettings:
     )
     management_url: str | None = option(
         "managementUrl",
-        STRING,
+        HTTP_URL,
         default_doc="none",
         doc="with `superStream`: the management API that lists its partitions",
         requires=Requires("superStream"),
-        details="with `superStream`: the management HTTP API (`http://host:15672`, the `uri`'s "
-        "user and password) that lists the partitions; else (or when it does not answer) "
-        "they are `<name>-0`, `<name>-1`, ... with binding keys `0`, `1`, ...",
+        details="with `superStream`: the management HTTP API (`http://host:15672`, the user "
+        "and password of `uri`, `username` and `password`) that lists the partitions; else "
+        "(or when it does not answer) they are `<name>-0`, `<name>-1`, ... with binding keys "
+        "`0`, `1`, ...",
     )
 
     @classmethod

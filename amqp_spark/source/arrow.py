@@ -101,23 +101,15 @@ def to_record_batch(
     """
     n = len(deliveries)
     props = list(map(operator.attrgetter("properties"), deliveries))
+    schema = source_arrow_schema()
     columns: dict[str, pa.Array | list[Any]] = {
         name: list(map(operator.attrgetter(name), deliveries)) for name in _DELIVERY_FIELDS
     }
     columns.update({name: list(map(operator.attrgetter(name), props)) for name in _PROPERTY_FIELDS})
-    columns["queue"] = pa.nulls(n, pa.string()).fill_null(queue)
+    columns["queue"] = pa.repeat(pa.scalar(queue, pa.string()), n)  # fill_null: 200x slower
     columns["offset"] = (
         list(map(stream_offset_of, deliveries)) if with_offsets else pa.nulls(n, pa.int64())
     )
-    return record_batch_of(columns)
-
-
-def record_batch_of(columns: dict[str, pa.Array | list[Any]]) -> pa.RecordBatch:
-    """The record batch of one value list (or array) per column of the schema, with
-    ``timestamp`` in whole seconds and ``headers`` as the codec's dicts (or None): what a
-    0-9-1 delivery has, and what ``amqp_protocol.amqp10.columns`` gives of a stored stream
-    message. Consumes ``columns``."""
-    schema = source_arrow_schema()
     columns["timestamp"] = _timestamps(columns.pop("timestamp"), schema.field("timestamp").type)
     columns["headers"] = _headers(columns.pop("headers"), schema.field("headers").type)
     arrays = [_array(columns[field.name], field.type) for field in schema]
@@ -145,6 +137,23 @@ def _headers(tables: list[dict[str, Any] | None], arrow_type: pa.DataType) -> pa
     return [
         None if t is None else [(str(k), render_header(v)) for k, v in t.items()] for t in tables
     ]
+
+
+def columns_to_record_batch(columns: dict[str, list[Any]], queue: str) -> pa.RecordBatch:
+    """One record batch of a stream queue's rows given as columns
+    (``amqp_protocol.amqp10.columns.decode_columns``: bodies, offsets, the properties as a
+    0-9-1 consumer has them). Over the stream protocol there is no delivery tag (it belongs
+    to a 0-9-1 channel) and no redelivery: those columns are null and false."""
+    n = len(columns["body"])
+    schema = source_arrow_schema()
+    built: dict[str, pa.Array | list[Any]] = dict(columns)
+    built["queue"] = pa.repeat(pa.scalar(queue, pa.string()), n)
+    built["delivery_tag"] = pa.nulls(n, pa.int64())
+    built["redelivered"] = pa.repeat(pa.scalar(False), n)
+    built["timestamp"] = _timestamps(columns["timestamp"], schema.field("timestamp").type)
+    built["headers"] = _headers(columns["headers"], schema.field("headers").type)
+    arrays = [_array(built[field.name], field.type) for field in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def serialize(batch: pa.RecordBatch) -> bytes:

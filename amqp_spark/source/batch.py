@@ -2,7 +2,7 @@
 
 * Stream queues: ranges per queue from ``startingOffsets`` (``first`` unless given: a batch
   read reads what is there) to ``endingOffsets``, read by executors like a streaming
-  batch (over the protocol ``streamProtocol`` chooses): reading twice returns the same rows.
+  batch: reading twice returns the same rows.
 * Classic queues: each queue is drained by one task, up to the number of messages the queue
   held at planning (and at most ``maxMessagesPerTrigger``). What was read is then either
   requeued (``ackBatchReads=false``, the default: the read is a non-destructive peek, the
@@ -25,14 +25,6 @@ from amqp_spark.source.connecting import consume_on_new_channel, open_with_retry
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
-from amqp_spark.source.stream_queues.chunk_ranges import (
-    StreamProtocolRange,
-    over_stream_protocol,
-    read_chunk_range,
-)
-from amqp_spark.source.stream_queues.ends import StreamEnds
-from amqp_spark.source.stream_queues.protocol_choice import stream_protocol_uri
-from amqp_spark.source.stream_queues.protocol_ends import StreamProtocolEnds
 from amqp_spark.source.stream_queues.ranges import (
     ROWS_PER_RECORD_BATCH,
     StreamTails,
@@ -40,7 +32,6 @@ from amqp_spark.source.stream_queues.ranges import (
     read_range,
 )
 from amqp_spark.source.stream_queues.starting import First
-from amqp_spark.source.stream_queues.stream_protocol_micro_batch import with_protocol_partitions
 from amqp_spark.source.stream_queues.super_stream_micro_batch import with_partitions
 
 if TYPE_CHECKING:
@@ -59,20 +50,13 @@ class AMQPBatchReader(DataSourceReader):
         return self._queue_drains()
 
     def _stream_ranges(self) -> list[StreamRangePartition]:
-        stream_uri = stream_protocol_uri(self.options)
-        tails: StreamTails | None = None
-        positions: StreamEnds
-        if stream_uri is None:
-            self.options = with_partitions(self.options)  # superStream: its partition streams
-            positions = tails = StreamTails(self.options)
-        else:
-            self.options = with_protocol_partitions(self.options, stream_uri)
-            positions = StreamProtocolEnds(self.options, stream_uri)
+        self.options = with_partitions(self.options)  # superStream: its partition streams
+        tails = StreamTails(self.options)
         try:
-            start = positions.initial()
-            ends = positions.ends()
+            start = tails.initial()
+            ends = tails.ends()
         finally:
-            positions.close()
+            tails.close()
         wanted = self.options.ending_offsets
         end = StreamOffset(
             {
@@ -80,8 +64,7 @@ class AMQPBatchReader(DataSourceReader):
                 for q, e in ends.items()
             }
         )
-        ranges = plan_ranges(self.options, start, end, tails)
-        return ranges if stream_uri is None else list(over_stream_protocol(ranges, stream_uri))
+        return plan_ranges(self.options, start, end, tails)
 
     def _queue_drains(self) -> list[InputPartition]:
         opts = self.options
@@ -114,9 +97,7 @@ class AMQPBatchReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, StreamProtocolRange):
-            yield from read_chunk_range(partition)
-        elif isinstance(partition, StreamRangePartition):
+        if isinstance(partition, StreamRangePartition):
             yield from read_range(partition)
         elif isinstance(partition, QueueDrainPartition):
             yield from drain_queue(partition)

@@ -12,11 +12,12 @@ import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 from amqp_spark.options import (
     ADDRESSES,
     BOOLEAN,
+    HTTP_URL,
     NAMES,
     STRING,
     URI,
@@ -30,7 +31,9 @@ from amqp_spark.options import (
     one_of,
     option,
     parse_options,
+    password_option,
     raw_value,
+    username_option,
     with_addresses,
 )
 from amqp_spark.source.limits import Limits
@@ -104,26 +107,27 @@ def _source_uri(value: str) -> str:
 
 SOURCE_URI = Parser(URI_ACCEPTED, _source_uri, redact=True)
 
-STREAM_URI_ACCEPTED = "rabbitmq-stream://user:password@host:port/vhost or rabbitmq-stream+tls://..."
-
-
-def _stream_uri(value: str) -> str:
-    """A URI the stream client accepts (checked at ``load()``)."""
-    from amqp_spark.client.stream import parse_stream_url
-
-    try:
-        parse_stream_url(value.strip())
-    except ValueError as e:
-        raise Refused(str(e)) from None
-    return value.strip()
-
-
-STREAM_URI = Parser(STREAM_URI_ACCEPTED, _stream_uri, redact=True)
-
 #: The largest prefetch one AMQP consumer can have (basic.qos prefetch-count is a short).
 CONSUMER_PREFETCH_MAX = 65535
 #: The largest ``prefetch``: what the driver may hold unacked per classic queue.
 PREFETCH_MAX = 16 * CONSUMER_PREFETCH_MAX
+
+STREAM_PROTOCOLS = ("auto", "stream", "amqp")
+
+
+def _stream_uri(value: str) -> str:
+    """A ``rabbitmq-stream://`` URI with a host."""
+    try:
+        parts = urlsplit(value.strip())
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise Refused() from None
+    if parts.scheme != "rabbitmq-stream" or not parts.hostname:
+        raise Refused()
+    return value.strip()
+
+
+STREAM_URI = Parser("rabbitmq-stream://user:password@host:port/vhost", _stream_uri, redact=True)
 
 _STREAM_ONLY = Requires(
     "queueType", ("stream",), "classic queues are consumed destructively and have no positions"
@@ -156,6 +160,8 @@ class SourceOptions:
         "`heartbeat`, `frame_max`, `channel_max`, `connection_timeout` as RabbitMQ URIs "
         "define them. Passwords are redacted in errors.",
     )
+    username: str | None = username_option("source")
+    password: str | None = password_option("source")
     addresses: str | None = option(
         "addresses",
         ADDRESSES,
@@ -393,45 +399,33 @@ class SourceOptions:
     )
     management_url: str | None = option(
         "managementUrl",
-        STRING,
+        HTTP_URL,
         default_doc="none",
         doc="with `superStream`: the management API (`http://host:15672`) that lists its "
         "partitions; else they are found by name",
         requires=Requires("superStream"),
         details="with `superStream`: the broker's management HTTP API (`http://host:15672`, "
-        "the `uri`'s user and password), which lists the super stream's bindings: needed for "
-        "a super stream made with `--routing-keys`; without it (or when it does not answer) "
-        "the partitions are `<name>-0`, `<name>-1`, ... as `--partitions` names them.",
+        "the user and password of `uri`, `username` and `password`), which lists the super "
+        "stream's bindings: needed for a super stream made with `--routing-keys`; without it "
+        "(or when it does not answer) the partitions are `<name>-0`, `<name>-1`, ... as "
+        "`--partitions` names them.",
     )
     stream_protocol: str = option(
         "streamProtocol",
-        one_of(("auto", "stream", "amqp")),
+        one_of(STREAM_PROTOCOLS),
         default="auto",
-        default_doc="`auto`",
-        doc="streams: `stream` reads over RabbitMQ's stream protocol (`streamUri`), `amqp` "
-        "over AMQP 0-9-1, `auto` the stream protocol when the broker answers on it",
+        doc="stream queues: `stream` (RabbitMQ's stream protocol, `streamUri`), `amqp` "
+        "(AMQP 0-9-1) or `auto` (the stream protocol when the broker answers on it, else "
+        "0-9-1; one log line says which and why)",
         requires=_STREAM_ONLY,
-        details="stream only: how stream queues and super streams are read. `stream`: over "
-        "RabbitMQ's stream protocol (port 5552, plugin `rabbitmq_stream`; the driver asks "
-        "each stream's first and last chunk, executors read chunks straight into Arrow); "
-        "`amqp`: over AMQP 0-9-1 (a tail consumer per stream on the driver); `auto`: the "
-        "stream protocol when the broker answers on `streamUri` when the query starts, else "
-        "AMQP 0-9-1, with one log line saying which and why. Not yet over the stream "
-        "protocol: `filterValues` (`auto` reads such a query over 0-9-1, `stream` refuses "
-        "it). See docs/source.md, Stream protocol.",
     )
     stream_uri: str | None = option(
         "streamUri",
         STREAM_URI,
-        default_doc="the `uri`'s hosts, user, password and vhost on port 5552",
-        doc="with `streamProtocol`: `rabbitmq-stream://user:password@host:port/vhost`",
+        default_doc="`uri`'s host and vhost, port 5552",
+        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
+        "is served",
         requires=_STREAM_ONLY,
-        details="the stream protocol's endpoint, `rabbitmq-stream://user:password@host:port/"
-        "vhost` (or `rabbitmq-stream+tls://`, port 5551), as RabbitMQ's stream clients write "
-        "it; query parameters `heartbeat`, `frame_max`, `connection_timeout` (ms). Not set: "
-        "the `uri`'s hosts (with `addresses`, every address), user, password and vhost on "
-        "port 5552 (`amqps`: `rabbitmq-stream+tls` on 5551). Passwords never appear in "
-        "errors or logs.",
     )
     given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
@@ -445,6 +439,20 @@ class SourceOptions:
         if not self.filter_values:
             return None
         return StreamFilter(self.filter_values, self.match_unfiltered)
+
+    @property
+    def stream_uri_for_connections(self) -> str:
+        """``streamUri`` (with ``username`` and ``password``), else the first host of ``uri``
+        on the stream protocol's port, with its credentials and vhost."""
+        if self.stream_uri is not None:
+            return self.stream_uri
+        from amqp_spark.client.parameters import parse_url_hosts
+        from amqp_spark.client.stream import DEFAULT_STREAM_PORT
+
+        params = parse_url_hosts(self.uri)[0]
+        user, password = quote(params.username, safe=""), quote(params.password, safe="")
+        vhost = quote(params.virtual_host, safe="")
+        return f"rabbitmq-stream://{user}:{password}@{params.host}:{DEFAULT_STREAM_PORT}/{vhost}"
 
     @property
     def poll_timeout(self) -> float:
@@ -487,13 +495,6 @@ class SourceOptions:
                 "exactly one of 'queue' (comma-separated names), 'exchange' (with "
                 "'bindingKeys') or 'superStream'",
                 _also_set(named),
-            )
-        if parsed.stream_protocol == "stream" and parsed.filter_values:
-            raise OptionError(
-                "streamProtocol",
-                "stream",
-                "'auto' or 'amqp' with 'filterValues' (read over AMQP 0-9-1)",
-                "filterValues is not yet supported over the stream protocol",
             )
         if parsed.super_stream is not None:  # keys are checked once the partitions are known
             return parsed

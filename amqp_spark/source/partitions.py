@@ -44,6 +44,19 @@ class StreamRangePartition(InputPartition):
 
 
 @dataclass
+class StreamProtocolRangePartition(InputPartition):
+    """Offsets ``[start, end)`` of one stream queue, read by the executor over RabbitMQ's
+    stream protocol (``stream_uri``: a ``rabbitmq-stream://`` URI)."""
+
+    stream_uri: str
+    queue: str
+    start: int
+    end: int
+    poll_timeout: float
+    fail_on_data_loss: bool = True
+
+
+@dataclass
 class QueueDrainPartition(InputPartition):
     """A batch read of up to ``count`` messages of one classic queue, acked or requeued at
     the end of the read."""

@@ -48,7 +48,7 @@ def configurations(before: Path, stripped: Path) -> dict[str, instructions.Broke
     """The brokers compared; ``before`` first (the reference of every ratio), ``before
     again`` the A/A control, both with the management listener on as ``after``.
     ``stripped``: ``without_statistics``' folder."""
-    quiet = (*LOG, "--no-management")
+    quiet = (*LOG, "--no-management", "--stream-port", "0")
     return {
         "before": instructions.BrokerCommand(before, (*LOG, "--management-port", "0")),
         "before again": instructions.BrokerCommand(before, (*LOG, "--management-port", "0")),
@@ -56,7 +56,9 @@ def configurations(before: Path, stripped: Path) -> dict[str, instructions.Broke
             AFTER, quiet, program=LAUNCHER, pythonpath=(stripped,)
         ),
         "after, no management": instructions.BrokerCommand(AFTER, quiet),
-        "after": instructions.BrokerCommand(AFTER, (*LOG, "--management-port", "0")),
+        "after": instructions.BrokerCommand(
+            AFTER, (*LOG, "--management-port", "0", "--stream-port", "0")
+        ),
     }
 
 

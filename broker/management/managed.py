@@ -26,6 +26,16 @@ class Listener(Protocol):
     def port(self) -> int: ...
 
 
+class StreamPorts(Protocol):
+    """The stream protocol's listeners (0: not listening)."""
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def tls_port(self) -> int: ...
+
+
 class ManagedBroker(Server, Protocol):
     """The broker process as the management API reads and changes it: as its connections see
     it (``abc.Server``), and more."""
@@ -53,3 +63,6 @@ class ManagedBroker(Server, Protocol):
 
     @property
     def management(self) -> Listener | None: ...
+
+    @property
+    def streams(self) -> StreamPorts: ...

@@ -51,6 +51,12 @@ def listeners(broker: ManagedBroker) -> list[dict[str, Any]]:
     found = [("amqp", broker.config.host, broker.port)]
     if broker.tls_port:
         found.append(("amqp/ssl", broker.config.host, broker.tls_port))
+    for protocol, port in (
+        ("stream", broker.streams.port),
+        ("stream/ssl", broker.streams.tls_port),
+    ):
+        if port:
+            found.append((protocol, broker.config.host, port))
     management = broker.management
     if management is not None:
         protocol = "https" if management.config.tls is not None else "http"

@@ -48,6 +48,11 @@ def server_properties() -> dict[str, Any]:
     }
 
 
+#: Why ``authenticate`` refuses a loopback-only user connecting from elsewhere (the end of
+#: its reason: the stream protocol answers it with a code of its own).
+LOOPBACK_ONLY = "may connect from loopback only"
+
+
 def authenticate(
     config: BrokerConfig, mechanism: str, response: bytes, peer: str, common_name: str | None
 ) -> tuple[User | None, str]:
@@ -67,7 +72,7 @@ def authenticate(
         if user is None or not user.authenticate(credentials[1]):
             return None, f"wrong user name or password for {credentials[0]!r}"
     if user.name in config.loopback_users and not peer.startswith(_LOOPBACK_PREFIXES):
-        return None, f"user {user.name!r} may connect from loopback only"
+        return None, f"user {user.name!r} {LOOPBACK_ONLY}"
     return user, ""
 
 

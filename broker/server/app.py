@@ -25,6 +25,7 @@ from ..model.vhost import VirtualHost
 from ..store.monitor import ResourceMonitor
 from ..store.persistence import DurableStore
 from ..store.store import Store
+from ..stream_server.listener import StreamListener
 from ..streams.queue import StreamQueue
 from . import descriptors
 from .connection import AMQPConnection
@@ -117,6 +118,8 @@ class BrokerServer:
         self.port = 0
         #: The amqps listener's port (0 without a ``[tls]`` section).
         self.tls_port = 0
+        #: RabbitMQ's stream protocol (``port`` 0: not listening)
+        self.streams = StreamListener(self)
 
     @property
     def blocked_reason(self) -> str | None:
@@ -149,6 +152,14 @@ class BrokerServer:
             raise
         sockets = self._server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+        try:
+            await self.streams.start()
+        except BaseException:
+            self.streams.close()
+            self._server.close()
+            if self._tls_server is not None:
+                self._tls_server.close()
+            raise
         log.info(
             "broker listening for AMQP on %s:%d (at most %d connections)",
             self.config.host,
@@ -172,6 +183,7 @@ class BrokerServer:
             for listener in (self._server, self._tls_server):
                 if listener is not None:
                     listener.close()
+            self.streams.close()
             raise
         self.management = management
 
@@ -183,6 +195,7 @@ class BrokerServer:
         for listener in (self._server, self._tls_server):
             if listener is not None:
                 listener.close()
+        self.streams.close()
         if self._disk_timer is not None:
             self._disk_timer.cancel()
         for conn in list(self.connections):
@@ -228,3 +241,4 @@ class BrokerServer:
         reason = self.blocked_reason
         for conn in list(self.connections):
             conn.set_memory_blocked(reason is not None, reason or "")
+        self.streams.set_alarm(reason is not None)

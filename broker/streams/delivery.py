@@ -7,7 +7,9 @@ added to the properties' headers table, so the header is patched in place: the h
 flag is set and the entry is appended to the table (or a table holding only it is
 inserted). A chunk's records mostly share one content header, so the bytes around the
 offset are computed once per distinct header in the chunk. Properties are decoded only if
-something asks for them (deliveries of the 0-9 classes).
+something asks for them (deliveries of the 0-9 classes). A record published over the stream
+protocol (``amqp10_records``) takes the decoded path: it is converted as RabbitMQ 4 converts
+an AMQP 1.0 message for a 0-9-1 consumer.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from amqp_protocol.values import Long, encode_shortstr
 
 from ..model.message import HEADER_PREFIX, Message, QueuedMessage, StoredMessage
 from ..store.message_codec import decode_message, encoded_parts, envelope_names
+from .amqp10_records import RAW_RECORD_NAME, amqp091_of_raw, is_raw
 from .log import Record
 
 OFFSET_HEADER = "x-stream-offset"
@@ -41,7 +44,8 @@ HeaderTemplate = tuple[bytes, bytes]
 def header_template(header: bytes) -> HeaderTemplate | None:
     """The content-header payload ``header`` with the offset entry added, split around the
     offset's value; None when its headers table already names ``x-stream-offset`` (the
-    entry then replaces the old value in place, which the decoded path does)."""
+    entry then replaces the old value in place, which the decoded path does) or marks a
+    raw record (converted on the decoded path)."""
     (flags,) = _FLAGS.unpack_from(header, HEADER_PREFIX)
     pos = HEADER_PREFIX + _FLAGS.size
     for flag in (_CONTENT_TYPE, _CONTENT_ENCODING):
@@ -52,7 +56,7 @@ def header_template(header: bytes) -> HeaderTemplate | None:
         (size,) = _TABLE_SIZE.unpack_from(header, pos)
         end = pos + _TABLE_SIZE.size + size
         table = header[pos + _TABLE_SIZE.size : end]
-        if _OFFSET_NAME in table:
+        if _OFFSET_NAME in table or RAW_RECORD_NAME in table:
             return None
     else:
         size, end, table = 0, pos, b""
@@ -84,9 +88,13 @@ class StreamDelivery(QueuedMessage):
         self.sink: object | None = None
 
 
-def _decoded_delivery(record: Record) -> StreamDelivery:
+def _decoded_delivery(record: Record, queue: str) -> StreamDelivery:
     """The slow path: decode the message, set the header, encode it again on delivery."""
     stored = decode_message(record.payload)
+    if is_raw(stored):
+        return StreamDelivery(
+            amqp091_of_raw(stored, queue, record.offset, OFFSET_HEADER), record.offset
+        )
     properties = stored.properties
     properties.headers = {**(properties.headers or {}), OFFSET_HEADER: Long(record.offset)}
     message = Message(
@@ -95,8 +103,10 @@ def _decoded_delivery(record: Record) -> StreamDelivery:
     return StreamDelivery(message, record.offset)
 
 
-def chunk_deliveries(records: Sequence[Record], sink: object) -> list[StreamDelivery]:
-    """One delivery (for ``sink``) per record of a chunk, in order."""
+def chunk_deliveries(
+    records: Sequence[Record], sink: object, queue: str = ""
+) -> list[StreamDelivery]:
+    """One delivery (for ``sink``) per record of a chunk of stream ``queue``, in order."""
     templates: dict[bytes, HeaderTemplate | None] = {}
     envelopes: dict[bytes, tuple[str, str]] = {}
     pack_offset: Callable[[int], bytes] = _OFFSET_VALUE.pack
@@ -108,7 +118,7 @@ def chunk_deliveries(records: Sequence[Record], sink: object) -> list[StreamDeli
         else:
             template = templates[header] = header_template(header)
         if template is None:
-            delivery = _decoded_delivery(record)
+            delivery = _decoded_delivery(record, queue)
         else:
             names = envelopes.get(envelope)
             if names is None:

@@ -503,6 +503,11 @@ class SegmentedLog:
         i = bisect.bisect_right(segment.offsets, offset) - 1
         return segment.read_chunk(i, offset)
 
+    def chunk_start(self, offset: int) -> int:
+        """The first offset of the chunk holding ``offset`` (which must be in the log)."""
+        segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
+        return segment.offsets[bisect.bisect_right(segment.offsets, offset) - 1]
+
     def chunk_filter(self, offset: int) -> tuple[bytes, int]:
         """The filter of the chunk holding ``offset`` (which must be in the log) and the
         offset after that chunk, for a reader deciding whether to skip it."""

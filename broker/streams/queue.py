@@ -21,6 +21,7 @@ import atexit
 import shutil
 import tempfile
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -49,6 +50,7 @@ from .offset_spec import (
     interval_ms,
     parse_offset_spec,
 )
+from .tracking import Tracking
 
 #: Records per chunk at most: a consumer's credit is overdrawn by less than this.
 MAX_CHUNK_RECORDS = 128
@@ -221,6 +223,11 @@ class StreamQueue(Queue):
         self._pending_filter_values: list[str] = []  #: x-stream-filter-value of each
         self._cursors: dict[Consumer, int] = {}
         self._filters: dict[Consumer, ConsumerFilter] = {}
+        #: publisher sequences and stored consumer offsets (the stream protocol's)
+        self.tracking = Tracking(self.directory)
+        #: called after each flush that appended and when the stream is deleted (readers
+        #: outside the 0-9-1 consumers: the stream protocol's subscriptions)
+        self.watchers: list[Callable[[], None]] = []
 
     def apply_arguments(self, arguments: dict[str, Any]) -> None:
         """Retention and segment size as the effective policy makes them (a stream's policy
@@ -251,11 +258,16 @@ class StreamQueue(Queue):
             filter_value = filter_value_of(message.headers)
         except InvalidFilter:
             raise errors.InternalError("INTERNAL_ERROR") from None  # as RabbitMQ 4.0 does
+        self.append_message(message, filter_value)
+        return True
+
+    def append_message(self, message: Message, filter_value: str = "") -> None:
+        """Buffer ``message`` (tagged with ``filter_value`` for stream filtering) for the
+        next flush."""
         if not self._pending:
             self.context.clock.call_later(0, self.flush)
         self._pending.append(encode_message(message))
         self._pending_filter_values.append(filter_value)
-        return True
 
     def flush(self) -> None:
         """Append the buffered publishes to the log, then deliver them. The server calls it
@@ -268,10 +280,14 @@ class StreamQueue(Queue):
             end = start + MAX_CHUNK_RECORDS
             filter_bytes = chunk_filter(values[start:end], self.stream_settings.filter_bytes)
             self.log.append(pending[start:end], filter_bytes=filter_bytes)
-        if self.context.store.durable:
+        durable = self.context.store.durable
+        if durable:
             self.log.sync_data()
+        self.tracking.save(durable)
         if self.consumers:
             self.dispatch()
+        for watcher in list(self.watchers):
+            watcher()
 
     # -- consumers ----------------------------------------------------------------------------
 
@@ -354,7 +370,7 @@ class StreamQueue(Queue):
                         cursor = after
                         continue
                 chunk = log.read_chunk(cursor)
-                for delivery in chunk_deliveries(chunk, sink):
+                for delivery in chunk_deliveries(chunk, sink, self.name):
                     sink.deliver(consumer, self, delivery)
                 cursor = chunk[-1].offset + 1
             self._cursors[consumer] = cursor
@@ -385,11 +401,19 @@ class StreamQueue(Queue):
     def close(self) -> None:
         """Write what is buffered and close the log (broker shutdown)."""
         self.flush()
+        self.tracking.save(self.context.store.durable)
         self.log.close()
+
+    def store_offset(self, reference: str, offset: int) -> None:
+        """A consumer's offset stored under ``reference`` (written at once)."""
+        self.tracking.store_offset(reference, offset)
+        self.tracking.save(self.context.store.durable)
 
     def destroy(self) -> list[Consumer]:
         """queue.delete: the log goes with the queue."""
         self.deleted = True
+        for watcher in list(self.watchers):
+            watcher()
         self._pending.clear()
         self._pending_filter_values.clear()
         self.log.close()

@@ -284,7 +284,7 @@ def test_cli_serves_and_exits_0_on_sigterm_closing_clients_with_320() -> None:
         port = s.getsockname()[1]
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker", "--port", str(port), "--management-port", "0"]
-        + ["--in-memory"],
+        + ["--in-memory", "--stream-port", "0"],
         cwd=REPO,
         stderr=subprocess.PIPE,
         text=True,

@@ -112,7 +112,17 @@ def test_memory_high_watermark_blocks_publishers(tmp_path: Path) -> None:
 
 def run_cli(data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "broker", "--port", "0", "--management-port", "0"]
+        [
+            sys.executable,
+            "-m",
+            "broker",
+            "--port",
+            "0",
+            "--management-port",
+            "0",
+            "--stream-port",
+            "0",
+        ]
         + ["--data-dir", str(data_dir)],
         capture_output=True,
         text=True,

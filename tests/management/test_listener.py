@@ -91,7 +91,7 @@ def test_with_a_tls_section_the_listener_speaks_https(tmp_path: Path) -> None:
 def test_the_program_logs_its_management_url_and_ctl_reaches_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    command = [sys.executable, "-m", "broker", "--in-memory", "--port", "0"]
+    command = [sys.executable, "-m", "broker", "--in-memory", "--port", "0", "--stream-port", "0"]
     proc = subprocess.Popen([*command, "--management-port", "0"], stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None

@@ -195,7 +195,8 @@ def bundled_broker(certs: Path, tls_port: int, workdir: Path) -> Iterator[str]:
     log = open(workdir / "bundled.log", "wb")  # noqa: SIM115 (closed below)
     process = subprocess.Popen(
         [sys.executable, "-m", "broker", "--in-memory", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--config", str(config), "--log-level", "WARNING"],
+        + ["--port", str(port), "--config", str(config), "--log-level", "WARNING"]
+        + ["--stream-port", "0"],
         cwd=PROJECT,
         stdin=subprocess.DEVNULL,
         stdout=log,

@@ -1,6 +1,6 @@
 """A bundled broker whose process's descriptors a test can use up: ``python -m
-tests.support.starved_broker --data-dir DIR --port N [--management-port M]``, run by
-testbed/broker_process.py under a low open-files limit.
+tests.support.starved_broker --data-dir DIR --port N [--management-port M] [--stream-port S]``
+(0: no stream listener), run by testbed/broker_process.py under a low open-files limit.
 
 It logs to stderr as the ``amqp-broker`` program does. SIGUSR1 makes it open /dev/null until
 no descriptor is left ("holding N descriptors" on stderr); SIGUSR2 closes them ("released").
@@ -41,6 +41,7 @@ def main() -> None:
     p.add_argument("--data-dir", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--management-port", type=int, default=0)
+    p.add_argument("--stream-port", type=int, default=0)
     args = p.parse_args()
     logging.basicConfig(
         level=logging.INFO,
@@ -54,6 +55,7 @@ def main() -> None:
         data_dir=args.data_dir,
         config={"heartbeat": 0},
         management_port=args.management_port,
+        stream_port=args.stream_port or None,
     ):
         while True:
             signal.pause()

@@ -1,24 +1,10 @@
-"""A blocking client of RabbitMQ's stream protocol (port 5552) on the sans-IO
-``amqp_protocol.stream``: connect (addresses, retries), requests by correlation id,
-subscriptions with chunk credit, publishers with confirms. See ``connection`` for the
-threads, and docs/source.md for how the source reads streams with it."""
+"""A blocking client of RabbitMQ's stream protocol (see ``connection``)."""
 
-from .abc import PublisherListener
-from .connection import StreamClient, connect
-from .exceptions import StreamConnectionError, StreamError, StreamNoNodeAnswered, StreamTimeout
-from .parameters import StreamParameters, parse_stream_url
-from .subscription import ChunkDelivery, Subscription
+from amqp_spark.client.stream.connection import (
+    DEFAULT_STREAM_PORT,
+    StreamClient,
+    StreamEndpoint,
+    StreamError,
+)
 
-__all__ = [
-    "ChunkDelivery",
-    "PublisherListener",
-    "StreamClient",
-    "StreamConnectionError",
-    "StreamError",
-    "StreamNoNodeAnswered",
-    "StreamParameters",
-    "StreamTimeout",
-    "Subscription",
-    "connect",
-    "parse_stream_url",
-]
+__all__ = ["DEFAULT_STREAM_PORT", "StreamClient", "StreamEndpoint", "StreamError"]

@@ -59,6 +59,13 @@ _WAIT_BOUND = 600.0
 _DRAIN_MAX = 65535
 
 _tag_of = operator.attrgetter("delivery_tag")
+_redelivered_of = operator.attrgetter("redelivered")
+_body_of = operator.attrgetter("body")
+
+
+def _body_bytes(deliveries: list[Delivery]) -> int:
+    """The body bytes of ``deliveries``, in one C-level pass (no generator per delivery)."""
+    return sum(map(len, map(_body_of, deliveries)))
 
 
 def _spare_full_collections() -> None:
@@ -97,8 +104,8 @@ class _Consumer:
     def take(self, deliveries: list[Delivery]) -> None:
         self.arrived += deliveries
         self.admitted += len(deliveries)
-        self.redelivered += sum(d.redelivered for d in deliveries)
-        size = sum(len(d.body) for d in deliveries)
+        self.redelivered += sum(map(_redelivered_of, deliveries))
+        size = _body_bytes(deliveries)
         self.seen_bytes += size
         self.held_bytes += size
 
@@ -467,7 +474,7 @@ class ClassicConsumers:
                         c.channel.basic_ack(tag, multiple=True)
                         c.acked = tag
                         acked = c.after(tag)
-                        c.held_bytes -= sum(len(d.body) for d in c.arrived[:acked])
+                        c.held_bytes -= _body_bytes(c.arrived[:acked])
                         del c.arrived[:acked]
             except ClientError:
                 self._drop_connection()  # unacked: the broker requeues them

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,11 +29,12 @@ import pyarrow as pa
 from amqp_spark.server_product import is_rabbitmq
 from amqp_spark.source.arrow import STREAM_OFFSET_HEADER, stream_offset_of, to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, not_a_stream, open_with_retry
+from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.stream_queues import positions
 from amqp_spark.source.stream_queues.data_loss import lost
-from amqp_spark.source.stream_queues.ends import StreamEnds
 from amqp_spark.source.stream_queues.filter_plan import ExactRead, MatchesSeen
 from amqp_spark.source.stream_queues.resume import resuming
 from amqp_spark.stream_filter import rabbitmq_without_filtering
@@ -48,15 +50,17 @@ ROWS_PER_RECORD_BATCH = 10_000
 SETTLE_SECONDS = 0.3
 
 
-class StreamTails(StreamEnds):
-    """The driver's view of where each stream queue ends, over AMQP 0-9-1."""
+class StreamTails:
+    """The driver's view of where each stream queue ends."""
 
     def __init__(self, options: SourceOptions) -> None:
-        super().__init__(options)
+        self._options = options
+        self._lock = threading.RLock()
         self._conn: Connection | None = None
         self._tails: dict[str, Channel] = {}
         self._next: dict[str, int] = {}  #: queue -> next offset (known once something was seen)
         self._bytes = self._count = 0  #: for an average message size (maxBytesPerTrigger)
+        self._target: dict[str, int] | None = None  #: AvailableNow: never read past this
         self._filter = options.stream_filter
         #: with filterValues: per queue, the matches the tail saw and since when it watches
         self._seen = {q: MatchesSeen() for q in options.queues}
@@ -161,21 +165,27 @@ class StreamTails(StreamEnds):
 
     # -- offsets ------------------------------------------------------------------------------
 
-    def _current_ends(self) -> dict[str, int]:
-        self._ensure_open()
-        self._follow()
-        return {q: self._next.get(q, 0) for q in self._options.queues}
+    def ends(self) -> dict[str, int]:
+        """Per queue, the next offset to be written (0 for a stream never seen to hold one)."""
+        with self._lock:
+            self._ensure_open()
+            self._follow()
+            ends = {q: self._next.get(q, 0) for q in self._options.queues}
+            if self._target is not None:
+                ends = {q: min(ends[q], self._target[q]) for q in ends}
+            return ends
 
-    def _settled_ends(self) -> dict[str, int]:
-        self._ensure_open()
-        self._settle()
-        return {q: self._next.get(q, 0) for q in self._options.queues}
+    def limit_to_current_end(self) -> None:
+        """AvailableNow: never read past where the streams end now."""
+        with self._lock:
+            self._target = None
+            self._ensure_open()
+            self._settle()
+            self._target = {q: self._next.get(q, 0) for q in self._options.queues}
 
-    def _sizes_seen(self) -> tuple[int, int]:
-        return self._count, self._bytes
-
-    def _first_at(self, queue: str, spec: str | datetime.datetime) -> int | None:
-        return self._probe(queue, spec)
+    def initial(self) -> StreamOffset:
+        """Where a query without a checkpoint starts, per ``startingOffsets``."""
+        return positions.initial(self._options, self.ends(), self._probe)
 
     def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
         """``probe`` on the driver's connection, reopened (bounded retries) when the probe
@@ -192,6 +202,16 @@ class StreamTails(StreamEnds):
                 self._ensure_open()
                 assert self._conn is not None
                 return probe(self._conn, queue, spec, self._options.poll_timeout)
+
+    def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
+        """The end of the next batch: what the tails have seen, within the limits (bytes
+        are estimated from the average message size seen)."""
+        ends = self.ends()
+        room = limits.max_rows
+        if limits.max_bytes is not None and self._count:
+            by_bytes = max(1, limits.max_bytes * self._count // max(self._bytes, 1))
+            room = by_bytes if room is None else min(room, by_bytes)
+        return positions.batch_end(self._options, start, ends, room)
 
     def report(self) -> dict[str, int]:
         with self._lock:
@@ -225,14 +245,11 @@ def first_offset(first_message: int | None, server_properties: Mapping[str, Any]
 
 
 def plan_ranges(
-    options: SourceOptions,
-    start: StreamOffset,
-    end: StreamOffset,
-    tails: StreamTails | None = None,
+    options: SourceOptions, start: StreamOffset, end: StreamOffset, tails: StreamTails
 ) -> list[StreamRangePartition]:
     """The partitions of a batch: each queue's range cut into ``rowsPerPartition`` pieces
     (with filterValues, a range the broker filters is one piece, read up to a match
-    ``tails`` knows: a filtered read needs them)."""
+    ``tails`` knows)."""
     parts = []
     for queue in options.queues:
         begin, stop = (
@@ -259,7 +276,7 @@ def plan_ranges(
 
 
 def _pieces(
-    options: SourceOptions, tails: StreamTails | None, queue: str, begin: int, stop: int
+    options: SourceOptions, tails: StreamTails, queue: str, begin: int, stop: int
 ) -> Iterator[tuple[int, int, int | None]]:
     """(first offset, end, the match a filtered read stops at, or None for a read by offset)
     of each range of a queue. A range the broker filters is not cut: how many rows a stretch
@@ -267,8 +284,6 @@ def _pieces(
     if begin >= stop:
         return
     if options.stream_filter is not None:
-        if tails is None:
-            raise ValueError("a range read with filterValues is planned with the tails")
         read = tails.exact_read(queue, begin, stop)
         if read is None:
             return

@@ -27,19 +27,13 @@ log = logging.getLogger("amqp_spark.source")
 RangeReader = Callable[[StreamRangePartition], Iterator[pa.RecordBatch]]
 
 
-def resuming(
-    part: StreamRangePartition,
-    read: RangeReader,
-    lost_connection: type[Exception] | None = None,
-) -> Iterator[pa.RecordBatch]:
+def resuming(part: StreamRangePartition, read: RangeReader) -> Iterator[pa.RecordBatch]:
     """The record batches ``read(part)`` yields, read on from the offset after the last row
-    yielded each time the connection is lost (``lost_connection``: the client's error for
-    it, by default the 0-9-1 client's ``ConnectionClosed``). Gives up (raising the loss)
-    after ``max_reconnect_attempts`` + 1 losses in a row with no row yielded between them;
-    each reopening has its own bounded attempts (``open_with_retry``)."""
+    yielded each time the connection is lost. Gives up (raising the loss) after
+    ``max_reconnect_attempts`` + 1 losses in a row with no row yielded between them; each
+    reopening has its own bounded attempts (``open_with_retry``)."""
     from amqp_spark.client import ConnectionClosed
 
-    lost = lost_connection or ConnectionClosed
     start, losses = part.start, 0
     while True:
         try:
@@ -47,7 +41,7 @@ def resuming(
                 yield batch
                 start, losses = batch.column("offset")[-1].as_py() + 1, 0
             return
-        except lost as e:
+        except ConnectionClosed as e:
             losses += 1
             if losses > part.max_reconnect_attempts + 1:
                 raise

@@ -1,37 +1,53 @@
 """The micro-batch readers of stream queues: exact offset ranges, read by the executors.
 
-The runner holds a :class:`~amqp_spark.source.stream_queues.ends.StreamEnds` (where each
-stream queue ends); a batch is a range of offsets per queue that any executor reads again the
-same way, so nothing is acked at Spark's commit: a stream queue keeps its messages. This
-module's reader learns the ends and reads the ranges over AMQP 0-9-1
-(:class:`~amqp_spark.source.stream_queues.ranges.StreamTails`); ``stream_protocol_micro_batch``
-holds the stream protocol's.
+The runner holds where each stream queue ends: over AMQP 0-9-1
+:class:`~amqp_spark.source.stream_queues.ranges.StreamTails` (a tail consumer per stream),
+over RabbitMQ's stream protocol
+:class:`~amqp_spark.source.stream_queues.protocol_ranges.ProtocolPositions` (stream stats and
+chunk headers). A batch is a range of offsets per queue that any executor reads again the
+same way, so nothing is acked at Spark's commit: a stream queue keeps its messages.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
+from amqp_spark.source.limits import Limits
 from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import StreamOffset
-from amqp_spark.source.partitions import StreamRangePartition
-from amqp_spark.source.stream_queues.ends import StreamEnds
+from amqp_spark.source.partitions import StreamProtocolRangePartition, StreamRangePartition
+from amqp_spark.source.stream_queues.protocol_ranges import (
+    ProtocolPositions,
+    plan_protocol_ranges,
+    read_protocol_range,
+)
 from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges, read_range
 from amqp_spark.spark_api import ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
 
 
-Ends = TypeVar("Ends", bound=StreamEnds)
+class StreamPositions(Protocol):
+    """What the runner knows of where stream queues begin and end."""
+
+    def initial(self) -> StreamOffset: ...
+    def limit_to_current_end(self) -> None: ...
+    def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset: ...
+    def report(self) -> dict[str, int]: ...
+    def close(self) -> None: ...
 
 
-class StreamRangesMicroBatchReader(MicroBatchReader[Ends]):
-    """What the stream readers of either protocol share: offsets from their ``Ends``."""
+P = TypeVar("P", bound=StreamPositions)
+
+
+class _StreamRangesReader(MicroBatchReader[P]):
+    """What the readers of stream queues share: offsets from the runner's positions, ranges
+    read by the executors, nothing to do at commit."""
 
     def _initial(self) -> dict[str, Any]:
         return self._runner_state().initial().to_dict()
@@ -56,11 +72,21 @@ class StreamRangesMicroBatchReader(MicroBatchReader[Ends]):
             return None
         return {"kind": "stream", "queues": self._state.report()}
 
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """A range, over the protocol its partition names (the executor's copy of the reader
+        is made by another process than the runner's, so the partition decides)."""
+        if isinstance(partition, StreamProtocolRangePartition):
+            yield from read_protocol_range(partition)
+        elif isinstance(partition, StreamRangePartition):
+            yield from read_range(partition)
+        else:
+            raise TypeError(f"amqp source: not a stream range: {partition!r}")
+
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: a stream keeps its messages, and ranges replay exactly."""
 
 
-class StreamQueueMicroBatchReader(StreamRangesMicroBatchReader[StreamTails]):
+class StreamQueueMicroBatchReader(_StreamRangesReader[StreamTails]):
     """``readStream`` of queues with ``queueType`` 'stream', over AMQP 0-9-1."""
 
     def _new_state(self) -> StreamTails:
@@ -76,7 +102,21 @@ class StreamQueueMicroBatchReader(StreamRangesMicroBatchReader[StreamTails]):
         log.info("amqp source: stream batch %s -> %s in %d range(s)", start, end, len(ranges))
         return ranges
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, StreamRangePartition):
-            raise TypeError(f"amqp source: not a stream range: {partition!r}")
-        yield from read_range(partition)
+
+class StreamProtocolMicroBatchReader(_StreamRangesReader[ProtocolPositions]):
+    """``readStream`` of queues with ``queueType`` 'stream', over RabbitMQ's stream
+    protocol: no tail consumer, executors read chunks."""
+
+    def _new_state(self) -> ProtocolPositions:
+        return ProtocolPositions(self.options)
+
+    def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        first, last = StreamOffset.from_dict(start), StreamOffset.from_dict(end)
+        ranges: list[InputPartition] = list(plan_protocol_ranges(self.options, first, last))
+        log.info(
+            "amqp source: stream batch %s -> %s in %d range(s) (stream protocol)",
+            start,
+            end,
+            len(ranges),
+        )
+        return ranges

@@ -16,8 +16,12 @@ from typing import TYPE_CHECKING
 
 from amqp_spark.source.connecting import open_with_retry
 from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.stream_queues.protocol_ranges import ProtocolPositions
 from amqp_spark.source.stream_queues.ranges import StreamTails
-from amqp_spark.source.stream_queues.stream_queue_micro_batch import StreamQueueMicroBatchReader
+from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
+    StreamProtocolMicroBatchReader,
+    StreamQueueMicroBatchReader,
+)
 from amqp_spark.super_streams import describe, find
 
 if TYPE_CHECKING:
@@ -54,5 +58,14 @@ class SuperStreamMicroBatchReader(StreamQueueMicroBatchReader):
     needs them; from then on the reader is the stream-queue reader of those partitions."""
 
     def _new_state(self) -> StreamTails:
+        self.options = with_partitions(self.options)
+        return super()._new_state()
+
+
+class SuperStreamProtocolMicroBatchReader(StreamProtocolMicroBatchReader):
+    """``readStream`` with ``superStream`` over RabbitMQ's stream protocol: the partitions
+    found as above, each read as a stream queue over the protocol."""
+
+    def _new_state(self) -> ProtocolPositions:
         self.options = with_partitions(self.options)
         return super()._new_state()

@@ -5,38 +5,18 @@ bytes the broker stores, one call each, with every wait bounded."""
 from __future__ import annotations
 
 import asyncio
-import urllib.parse
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rstream import AMQPMessage, Consumer, MessageContext, Producer, RawMessage
+
+from amqp_spark.client import stream as client_stream
 
 #: How long one publish or read may take.
 TIMEOUT = 30.0
 
 
-@dataclass(frozen=True)
-class StreamEndpoint:
-    """Where a ``rabbitmq-stream://user:password@host:port/vhost`` URI points."""
-
-    host: str
-    port: int
-    username: str
-    password: str
-    vhost: str
-
-    @classmethod
-    def parse(cls, uri: str) -> StreamEndpoint:
-        parts = urllib.parse.urlsplit(uri)
-        if parts.scheme != "rabbitmq-stream" or parts.hostname is None or parts.port is None:
-            raise ValueError(f"not a rabbitmq-stream://user:password@host:port/vhost URI: {uri!r}")
-        return cls(
-            host=parts.hostname,
-            port=parts.port,
-            username=urllib.parse.unquote(parts.username or "guest"),
-            password=urllib.parse.unquote(parts.password or "guest"),
-            vhost=urllib.parse.unquote(parts.path[1:]) or "/",
-        )
+class StreamEndpoint(client_stream.StreamEndpoint):
+    """Where a ``rabbitmq-stream://`` URI points, with rstream's clients of it."""
 
     def producer(self) -> Producer:
         return Producer(

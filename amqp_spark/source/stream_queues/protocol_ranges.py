@@ -1,0 +1,220 @@
+"""Stream queues over RabbitMQ's stream protocol: positions on the driver, ranges read by the
+executors chunk by chunk.
+
+Where a stream ends, without a tail consumer. ``StreamStats`` answers the first offset of
+the stream's first and last committed chunks (``first_chunk_id``, ``committed_chunk_id``);
+the end is the last chunk's first offset plus its record count, which one subscription at
+that chunk with a credit of one chunk reads from the chunk's header. So the driver does a
+round trip per stats request and one chunk read only when the last chunk changed: work per
+chunk written, never per message. Stats are asked at most every ``REFRESH_SECONDS``
+(Spark calls ``latestOffset`` some 70 times a second when idle), and always afresh when an
+AvailableNow run fixes its end.
+
+An executor subscribes at its range's start with a credit of ``CREDIT_CHUNKS`` chunks,
+grants one chunk for each it receives, turns each chunk's records of the range into columns
+(``amqp_protocol.amqp10.columns``, as a 0-9-1 consumer of RabbitMQ 4 has them) and yields a
+record batch per chunk, until the range's end.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import time
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from amqp_protocol.amqp10.columns import decode_columns
+from amqp_protocol.stream.chunk import ChunkType, parse_chunk, parse_chunk_header
+from amqp_protocol.stream.values import OffsetSpecification, OffsetType
+from amqp_spark.client.stream import StreamClient, StreamEndpoint
+from amqp_spark.source.arrow import columns_to_record_batch
+from amqp_spark.source.limits import Limits
+from amqp_spark.source.offsets import StreamOffset
+from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.partitions import StreamProtocolRangePartition
+from amqp_spark.source.stream_queues import positions
+from amqp_spark.source.stream_queues.data_loss import lost
+
+log = logging.getLogger("amqp_spark.source")
+
+#: At most this often does the driver ask the broker where the streams end.
+REFRESH_SECONDS = 0.1
+#: Chunks an executor's subscription may have on their way at once.
+CREDIT_CHUNKS = 4
+#: The subscription id of the driver's one-chunk reads and of an executor's range read.
+_SUBSCRIPTION = 0
+
+
+class ProtocolPositions:
+    """The driver's view of where each stream queue begins and ends, over the protocol."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._endpoint = StreamEndpoint.parse(options.stream_uri_for_connections)
+        self._lock = threading.RLock()
+        self._client: StreamClient | None = None
+        #: per queue: (committed chunk id, end) last learned
+        self._last: dict[str, tuple[int, int]] = {}
+        self._asked_at = float("-inf")
+        self._target: dict[str, int] | None = None
+
+    def _connected(self) -> StreamClient:
+        if self._client is None:
+            self._client = StreamClient(self._endpoint, timeout=max(self._options.poll_timeout, 5))
+        return self._client
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+            if client is not None:
+                client.close()
+
+    def _refresh(self, force: bool = False) -> None:
+        if not force and time.monotonic() - self._asked_at < REFRESH_SECONDS:
+            return
+        client = self._connected()
+        try:
+            for queue in self._options.queues:
+                committed = client.stream_stats(queue).get("committed_chunk_id", -1)
+                known = self._last.get(queue)
+                if known is not None and known[0] == committed:
+                    continue
+                end = 0 if committed < 0 else self._end_after_chunk(client, queue, committed)
+                self._last[queue] = (committed, end)
+        except Exception:
+            self.close()  # the next call connects again
+            raise
+        self._asked_at = time.monotonic()
+
+    def _end_after_chunk(self, client: StreamClient, queue: str, chunk_id: int) -> int:
+        """The offset after the chunk at ``chunk_id``: its header, read by a one-chunk
+        subscription. A chunk that is not delivered (RabbitMQ's tracking chunks carry no
+        message) ends one offset after its id."""
+        client.subscribe(_SUBSCRIPTION, queue, OffsetSpecification(OffsetType.OFFSET, chunk_id), 1)
+        try:
+            delivery = client.next_delivery(self._options.poll_timeout)
+        finally:
+            client.unsubscribe(_SUBSCRIPTION)
+        if delivery is None:
+            return chunk_id + 1
+        return max(parse_chunk_header(delivery.chunk).next_offset, chunk_id + 1)
+
+    def _first_of(self, client: StreamClient, queue: str, spec: OffsetSpecification) -> int | None:
+        """The first offset a subscription at ``spec`` gets (None: nothing came)."""
+        client.subscribe(_SUBSCRIPTION, queue, spec, 1)
+        try:
+            delivery = client.next_delivery(self._options.poll_timeout)
+        finally:
+            client.unsubscribe(_SUBSCRIPTION)
+        return None if delivery is None else parse_chunk_header(delivery.chunk).first_offset
+
+    def ends(self, force: bool = False) -> dict[str, int]:
+        """Per queue, the next offset to be written."""
+        with self._lock:
+            self._refresh(force)
+            ends = {q: self._last[q][1] for q in self._options.queues}
+            if self._target is not None:
+                ends = {q: min(ends[q], self._target[q]) for q in ends}
+            return ends
+
+    def limit_to_current_end(self) -> None:
+        """AvailableNow: never read past where the streams end now."""
+        with self._lock:
+            self._target = None
+            self._target = self.ends(force=True)
+
+    def initial(self) -> StreamOffset:
+        """Where a query without a checkpoint starts, per ``startingOffsets``."""
+        return positions.initial(self._options, self.ends(force=True), self._probe)
+
+    def _probe(self, queue: str, spec: str | datetime.datetime) -> int | None:
+        """The first offset of the chunk a subscription at ``spec`` ('first' or a moment)
+        gets (None: nothing came)."""
+        if isinstance(spec, str):
+            where = OffsetSpecification(OffsetType.FIRST)
+        else:
+            where = OffsetSpecification(OffsetType.TIMESTAMP, int(spec.timestamp() * 1000))
+        with self._lock:
+            return self._first_of(self._connected(), queue, where)
+
+    def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
+        """The end of the next batch: where the streams end, within ``maxMessagesPerTrigger``
+        (``maxBytesPerTrigger`` needs message sizes, which only the 0-9-1 path sees)."""
+        return positions.batch_end(self._options, start, self.ends(), limits.max_rows)
+
+    def report(self) -> dict[str, int]:
+        with self._lock:
+            return {q: self._last.get(q, (-1, 0))[1] for q in self._options.queues}
+
+
+def plan_protocol_ranges(
+    options: SourceOptions, start: StreamOffset, end: StreamOffset
+) -> list[StreamProtocolRangePartition]:
+    """The partitions of a batch: each queue's range cut into ``rowsPerPartition`` pieces."""
+    parts = []
+    for queue in options.queues:
+        begin = start.positions.get(queue, end.positions.get(queue, 0))
+        stop = end.positions.get(queue, 0)
+        for first in range(begin, stop, options.rows_per_partition):
+            parts.append(
+                StreamProtocolRangePartition(
+                    stream_uri=options.stream_uri_for_connections,
+                    queue=queue,
+                    start=first,
+                    end=min(first + options.rows_per_partition, stop),
+                    poll_timeout=options.poll_timeout,
+                    fail_on_data_loss=options.fail_on_data_loss,
+                )
+            )
+    return parts
+
+
+def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.RecordBatch]:
+    """The messages at offsets ``[start, end)`` of a stream queue, a record batch per chunk.
+
+    Fails (never hangs) when the stream stops delivering before the range's end: a silence
+    of ``pollTimeoutMs`` x 10 means the stream was truncated or the broker is unwell.
+    """
+    with StreamClient(StreamEndpoint.parse(part.stream_uri), timeout=30.0) as client:
+        spec = OffsetSpecification(OffsetType.OFFSET, part.start)
+        client.subscribe(_SUBSCRIPTION, part.queue, spec, CREDIT_CHUNKS)
+        next_offset = part.start
+        while next_offset < part.end:
+            delivery = client.next_delivery(part.poll_timeout * 10)
+            if delivery is None:
+                raise TimeoutError(
+                    f"amqp source: stream queue {part.queue!r} stopped delivering at offset "
+                    f"{next_offset} before offset {part.end}, which ends the planned range "
+                    f"[{part.start}, {part.end})"
+                )
+            client.credit(_SUBSCRIPTION, 1)
+            chunk = parse_chunk(delivery.chunk)
+            header = chunk.header
+            if header.next_offset <= next_offset:
+                continue  # a chunk before the range (the subscription starts at its chunk)
+            if header.first_offset > next_offset:
+                _check_gap(client, part, next_offset, header.first_offset)
+            next_offset = header.next_offset
+            if header.chunk_type != ChunkType.USER:
+                continue
+            records = chunk.records()
+            skip = max(part.start - header.first_offset, 0)
+            keep = min(part.end, header.next_offset) - header.first_offset
+            if keep <= skip:
+                continue
+            columns = decode_columns(records[skip:keep], part.queue, header.first_offset + skip)
+            yield columns_to_record_batch(columns, part.queue)
+
+
+def _check_gap(
+    client: StreamClient, part: StreamProtocolRangePartition, expected: int, came: int
+) -> None:
+    """A chunk after the offset expected: retention removed offsets of the range when the
+    stream now begins past ``expected``; else the gap is offsets without messages (RabbitMQ's
+    tracking chunks)."""
+    first = client.stream_stats(part.queue).get("first_chunk_id", -1)
+    if first > expected:
+        lost(part.queue, expected, came, part.fail_on_data_loss)

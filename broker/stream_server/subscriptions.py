@@ -1,0 +1,58 @@
+"""A stream-protocol subscription: a cursor in one stream's log, the chunk credit the
+client granted, and the filter it asked for.
+
+A subscription is sent whole chunks, as RabbitMQ sends them: one ``Deliver`` per chunk,
+each taking one credit; a chunk its filter cannot match is passed unread. Sending stops
+when the credit is spent or the connection's writer is paused (the socket's buffer is
+full), and goes on when either comes back or the stream grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from amqp_protocol.stream.chunk import delivered_parts
+
+from ..streams.chunk_filter import ConsumerFilter
+from ..streams.queue import StreamQueue
+from .messages import ChunkCache
+
+#: A Deliver frame's sender: subscription id, the chunk's header and data, committed id.
+SendChunk = Callable[[int, memoryview, memoryview, int], None]
+
+
+class Subscription:
+    def __init__(
+        self,
+        subscription_id: int,
+        queue: StreamQueue,
+        cursor: int,
+        credit: int,
+        wanted: ConsumerFilter | None,
+        cache: ChunkCache,
+    ) -> None:
+        self.id = subscription_id
+        self.queue = queue
+        self.cursor = cursor
+        self.credit = credit
+        self.wanted = wanted
+        self._cache = cache
+
+    def pump(self, send: SendChunk, can_write: Callable[[], bool]) -> None:
+        """Send chunks from the cursor while there is credit and the writer takes them."""
+        log = self.queue.log
+        while self.credit > 0 and can_write() and not self.queue.deleted:
+            cursor = max(self.cursor, log.first_offset)  # retention may have passed it
+            if cursor >= log.next_offset:
+                self.cursor = cursor
+                return
+            start = log.chunk_start(cursor)
+            filter_bytes, after = log.chunk_filter(start)
+            self.cursor = after
+            if self.wanted is not None and not self.wanted.matches_chunk(filter_bytes):
+                continue
+            chunk = self._cache.chunk(log.read_chunk(start))
+            header, data = delivered_parts(chunk)
+            last = log.last_chunk_offset
+            send(self.id, header, data, start if last is None else last)
+            self.credit -= 1
