@@ -3,8 +3,9 @@ executors chunk by chunk.
 
 Where a stream ends, without a tail consumer. ``StreamStats`` answers the first offset of
 the stream's first and last committed chunks (``first_chunk_id``, ``committed_chunk_id``);
-the end is the last chunk's first offset plus its record count, which one subscription at
-that chunk with a credit of one chunk reads from the chunk's header. So the driver does a
+the end is the newest chunk of messages' first offset plus its record count, which one
+subscription at ``last`` with a credit of one chunk reads from the chunk's header (the
+committed chunk may be a tracking chunk, which readers are never sent). So the driver does a
 round trip per stats request and one chunk read only when the last chunk changed: work per
 chunk written, never per message. Stats are asked at most every ``REFRESH_SECONDS``
 (Spark calls ``latestOffset`` some 70 times a second when idle), and always afresh when an
@@ -82,25 +83,28 @@ class ProtocolPositions:
                 known = self._last.get(queue)
                 if known is not None and known[0] == committed:
                     continue
-                end = 0 if committed < 0 else self._end_after_chunk(client, queue, committed)
+                end = None if committed < 0 else self._end_of_last_chunk(client, queue)
+                if end is None:  # no chunk of messages: the end known before, if any
+                    end = 0 if known is None else known[1]
                 self._last[queue] = (committed, end)
         except Exception:
             self.close()  # the next call connects again
             raise
         self._asked_at = time.monotonic()
 
-    def _end_after_chunk(self, client: StreamClient, queue: str, chunk_id: int) -> int:
-        """The offset after the chunk at ``chunk_id``: its header, read by a one-chunk
-        subscription. A chunk that is not delivered (RabbitMQ's tracking chunks carry no
-        message) ends one offset after its id."""
-        client.subscribe(_SUBSCRIPTION, queue, OffsetSpecification(OffsetType.OFFSET, chunk_id), 1)
+    def _end_of_last_chunk(self, client: StreamClient, queue: str) -> int | None:
+        """The offset after the stream's newest message: the header of the chunk a
+        one-chunk subscription at ``last`` gets, the newest chunk of messages (None: none
+        came, the stream holds no message). Not the committed chunk's: that may be a
+        tracking chunk (a ``StoreOffset``; RabbitMQ 4.0.5 writes one after the messages and
+        never delivers it, measured), and a range ending past the newest message would wait
+        for a chunk that never comes."""
+        client.subscribe(_SUBSCRIPTION, queue, OffsetSpecification(OffsetType.LAST), 1)
         try:
             delivery = client.next_delivery(self._options.poll_timeout)
         finally:
             client.unsubscribe(_SUBSCRIPTION)
-        if delivery is None:
-            return chunk_id + 1
-        return max(parse_chunk_header(delivery.chunk).next_offset, chunk_id + 1)
+        return None if delivery is None else parse_chunk_header(delivery.chunk).next_offset
 
     def _first_of(self, client: StreamClient, queue: str, spec: OffsetSpecification) -> int | None:
         """The first offset a subscription at ``spec`` gets (None: nothing came)."""
