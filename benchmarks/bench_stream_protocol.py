@@ -35,7 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from amqp_spark.datasource import AMQPDataSource
-from benchmarks.bench_source import _fill, _load, _source_rate
+from benchmarks.bench_source import _fill, _load, _size, _source_rate
 from benchmarks.common import Row, row
 from benchmarks.process_cpu import ProcessCPU, rabbitmq_node_pid
 from testbed.broker_process import BrokerProcess
@@ -191,11 +191,6 @@ def _rows(broker: str, count: int, best: dict[str, Best]) -> list[Row]:
             row(f"{what}: CPU per 1M rows, {label}", "CPU-s", mine, reference, "AMQP 0-9-1")
         )
     return rows
-
-
-def _size(quick: bool, count: int | None, rounds: int | None) -> tuple[int, int]:
-    """The backlog and the rounds: as given, else 1M and two rounds (``quick``: 100k, one)."""
-    return count or (100_000 if quick else 1_000_000), rounds or (1 if quick else 2)
 
 
 def run(quick: bool, count: int | None = None, rounds: int | None = None) -> list[Row]:

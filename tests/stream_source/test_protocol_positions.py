@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Iterator
 
 import pyarrow as pa
-import pytest
 
 from amqp_spark.client import connect
 from amqp_spark.source.offsets import StreamOffset
@@ -20,26 +18,11 @@ from amqp_spark.source.stream_queues.protocol_ranges import (
     plan_protocol_ranges,
     read_protocol_range,
 )
-from testbed.rabbitmq import stream_uri_of
 from testbed.raw_stream_client import OK, RawClient, string
-from tests.support import fixtures
 
 MESSAGES = 30
 #: StoreOffset and QueryOffset (PROTOCOL.adoc).
 STORE_OFFSET, QUERY_OFFSET = 0x0A, 0x0B
-
-
-@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
-def urls(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """(AMQP URL, stream-protocol URI) of one broker serving both."""
-    if request.param == "bundled":
-        from broker import Broker
-
-        with Broker() as b:
-            yield b.url, b.stream_url
-    else:
-        url = fixtures.broker_url_of(request)
-        yield url, stream_uri_of(url)
 
 
 def stream_with_a_stored_offset_last(url: str, stream_uri: str) -> str:
