@@ -25,6 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,14 @@ _ROOT_READY_STAMP = ".amqp-spark-rabbitmq4-ready"
 #: What installs each kind, for the message when it is missing.
 _INSTALLERS = {4: "scripts/install-rabbitmq4.sh", 3: "scripts/install-rabbitmq.sh"}
 _CONTAINER_IMAGES = {4: "rabbitmq:4-management", 3: "rabbitmq:3.10"}
+#: The plugin of RabbitMQ's stream protocol, enabled on every private RabbitMQ 4 node.
+STREAM_PLUGIN = "rabbitmq_stream"
+#: The plugins a private node of each major version runs with by default.
+_DEFAULT_PLUGINS: dict[int, tuple[str, ...]] = {4: (STREAM_PLUGIN,), 3: ()}
+#: The stream protocol's URI of an existing RabbitMQ 4 (``AMQP_SPARK_RABBITMQ_URL``); without
+#: it, that server's host, credentials and vhost on the stream protocol's port, 5552.
+STREAM_URL_ENV = "AMQP_SPARK_RABBITMQ_STREAM_URL"
+STREAM_DEFAULT_PORT = 5552
 
 # Debian's /usr/sbin/rabbitmq-server re-runs itself as the ``rabbitmq`` user with the
 # system node's directories; the scripts it wraps honour our environment as they are.
@@ -80,6 +89,22 @@ def rabbitmqctl(url: str, *args: str) -> str:
     if node is None:
         raise RabbitMQUnavailable(f"{url} is not a private node of this test run")
     return node.ctl(*args)
+
+
+def stream_uri_of(url: str) -> str:
+    """The stream protocol's ``rabbitmq-stream://`` URI of the RabbitMQ serving ``url``: a
+    private node's own stream listener, else (a server named by the environment)
+    ``AMQP_SPARK_RABBITMQ_STREAM_URL`` or the same host, credentials and vhost on port
+    5552. RabbitMQUnavailable for a private node started without ``rabbitmq_stream``."""
+    node = _RUNNING.get(url)
+    if node is not None:
+        return node.stream_url
+    if named := os.environ.get(STREAM_URL_ENV):
+        return named
+    parts = urllib.parse.urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    at = f"{credentials}@" if credentials else ""
+    return f"rabbitmq-stream://{at}{parts.hostname}:{STREAM_DEFAULT_PORT}{parts.path or '/%2F'}"
 
 
 def free_port() -> int:
@@ -208,7 +233,9 @@ def missing_rabbitmq(major: int) -> str:
 class RabbitMQNode:
     """A private RabbitMQ node of ``install``; use as a context manager or call start() and
     stop(). ``plugins`` are enabled from the start (none by default); with
-    ``rabbitmq_management`` the management API listens on ``management_port`` of 127.0.0.1.
+    ``rabbitmq_management`` the management API listens on ``management_port`` of 127.0.0.1,
+    with ``rabbitmq_stream`` the stream protocol on ``stream_port`` (``stream_url``), which
+    is also what the node advertises in its Metadata answers.
 
     Every wait is bounded: start() gives up after ``start_timeout`` seconds and stop()
     escalates from ``rabbitmqctl stop`` to SIGTERM and SIGKILL of the process group.
@@ -227,6 +254,7 @@ class RabbitMQNode:
         self.dist_port = free_port()
         self.epmd_port = free_port()
         self.management_port = free_port()
+        self.stream_port = free_port()
         self.nodename = f"rabbit-test-{self.port}@localhost"
         self.startup_seconds: float | None = None
         self._dir: Path | None = None  # here
@@ -236,6 +264,13 @@ class RabbitMQNode:
     @property
     def url(self) -> str:
         return f"amqp://guest:guest@127.0.0.1:{self.port}/%2F"
+
+    @property
+    def stream_url(self) -> str:
+        """The stream protocol's URI (the scheme of RabbitMQ's stream clients)."""
+        if STREAM_PLUGIN not in self.plugins:
+            raise RabbitMQUnavailable(f"node {self.nodename} runs without {STREAM_PLUGIN}")
+        return f"rabbitmq-stream://guest:guest@127.0.0.1:{self.stream_port}/%2F"
 
     @property
     def management_url(self) -> str:
@@ -285,6 +320,14 @@ class RabbitMQNode:
             config += (
                 f"management.tcp.ip = 127.0.0.1\nmanagement.tcp.port = {self.management_port}\n"
             )
+        if STREAM_PLUGIN in self.plugins:
+            # Advertised as listened on: a client's Metadata request must not send it to the
+            # host name of the machine or to the default port.
+            config += (
+                f"stream.listeners.tcp.1 = 127.0.0.1:{self.stream_port}\n"
+                f"stream.advertised_host = 127.0.0.1\n"
+                f"stream.advertised_port = {self.stream_port}\n"
+            )
         (d / "rabbitmq.conf").write_text(config)
 
     def start(self) -> None:
@@ -309,12 +352,28 @@ class RabbitMQNode:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 self._fail(f"exited with code {self._process.returncode} while starting")
-            if amqp_handshake("127.0.0.1", self.port):
+            if self.answers():
                 self.startup_seconds = time.monotonic() - began
                 _RUNNING[self.url] = self
                 return
             time.sleep(0.5)
-        self._fail(f"did not answer AMQP on 127.0.0.1:{self.port} within {self.start_timeout}s")
+        self._fail(
+            f"did not answer on 127.0.0.1:{self.port} (AMQP) or {self.stream_port} (stream, "
+            f"with {STREAM_PLUGIN}) within {self.start_timeout}s"
+        )
+
+    def answers(self) -> bool:
+        """True once the node answers AMQP 0-9-1 and, with ``rabbitmq_stream``, accepts
+        connections on its stream port."""
+        if not amqp_handshake("127.0.0.1", self.port):
+            return False
+        if STREAM_PLUGIN not in self.plugins:
+            return True
+        try:
+            with socket.create_connection(("127.0.0.1", self.stream_port), timeout=2.0):
+                return True
+        except OSError:
+            return False
 
     def _fail(self, what: str) -> None:
         tail = self.log_path.read_text(errors="replace")[-3000:]
@@ -426,7 +485,8 @@ def rabbitmq(major: int = 4) -> Iterator[str]:
     """Yield the URL of a RabbitMQ ``major`` (4, the reference, or 3) that is up, for as
     long as the context lasts: the server its environment variable names
     (``AMQP_SPARK_RABBITMQ_URL`` for 4, ``AMQP_SPARK_RABBITMQ3_URL`` for 3), else a private
-    node, else a container where a Docker engine answers.
+    node (a RabbitMQ 4 one with ``rabbitmq_stream``: ``stream_uri_of(url)``), else a
+    container where a Docker engine answers.
 
     Raises RabbitMQUnavailable, saying why and what to do, when none can be had.
     """
@@ -435,7 +495,7 @@ def rabbitmq(major: int = 4) -> Iterator[str]:
         return
     install = find_rabbitmq(major)
     if install is not None:
-        with RabbitMQNode(install) as node:
+        with RabbitMQNode(install, plugins=_DEFAULT_PLUGINS[major]) as node:
             yield node.url
         return
     missing = missing_rabbitmq(major)

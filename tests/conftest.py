@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from testbed.rabbitmq import stream_uri_of
 from testbed.spark import local_session
 from tests.support import fixtures
 
@@ -21,6 +22,12 @@ pytest_plugins = ("tests.conformance.plugin",)
 def rabbitmq_url() -> Iterator[str]:
     """``amqp://`` URL of a real RabbitMQ 4 (a private node started once per session)."""
     yield from fixtures.rabbitmq_url(4)
+
+
+@pytest.fixture(scope="session")
+def rabbitmq_stream_url(rabbitmq_url: str) -> str:
+    """``rabbitmq-stream://`` URI of the same RabbitMQ 4: its ``rabbitmq_stream`` listener."""
+    return stream_uri_of(rabbitmq_url)
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,12 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from amqp_spark.client import Channel, connect
-from testbed.rabbitmq import RabbitMQUnavailable, find_rabbitmq, missing_rabbitmq
+from testbed.rabbitmq import (
+    STREAM_PLUGIN,
+    RabbitMQUnavailable,
+    find_rabbitmq,
+    missing_rabbitmq,
+)
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
 from tests.support.rabbitmq_cluster import RabbitMQCluster
@@ -19,12 +24,12 @@ from tests.support.rabbitmq_cluster import RabbitMQCluster
 
 @pytest.fixture(scope="session")
 def session_cluster() -> Iterator[RabbitMQCluster]:
-    """The session's cluster. When none can be formed the tests that need it fail in CI and
-    skip elsewhere, with the reason."""
+    """The session's cluster, every node serving the stream protocol too. When none can be
+    formed the tests that need it fail in CI and skip elsewhere, with the reason."""
     install = find_rabbitmq(4)
     if install is None:
         fixtures._fail_in_ci_else_skip(f"no RabbitMQ cluster: {missing_rabbitmq(4)}")
-    cluster = RabbitMQCluster(install)
+    cluster = RabbitMQCluster(install, plugins=(STREAM_PLUGIN,))
     try:
         cluster.start()
     except RabbitMQUnavailable as e:

@@ -24,7 +24,10 @@ Use (``find_rabbitmq(4)`` gives the install)::
         cluster.revive_killed()         # node 1 back, on its state: three nodes again
         cluster.nodes[1].url, cluster.nodes[1].ctl("list_queues")  # one node, its rabbitmqctl
 
-``RabbitMQCluster(install, plugins=("rabbitmq_stream",))`` enables plugins on every node.
+``RabbitMQCluster(install, plugins=("rabbitmq_stream",))`` enables plugins on every node; with
+``rabbitmq_stream`` each node serves the stream protocol on a port of its own, advertised as
+127.0.0.1:that port (``cluster.stream_ports``, ``cluster.stream_url``,
+``cluster.nodes[1].stream_url``).
 
 The tests' fixture is ``rabbitmq_cluster`` in ``tests/cluster/conftest.py`` (one cluster a
 session).
@@ -48,7 +51,6 @@ from testbed.rabbitmq import (
     RabbitMQInstall,
     RabbitMQNode,
     RabbitMQUnavailable,
-    amqp_handshake,
     free_port,
 )
 
@@ -155,6 +157,16 @@ class RabbitMQCluster:
         return ",".join(f"127.0.0.1:{port}" for port in self.ports)
 
     @property
+    def stream_ports(self) -> list[int]:
+        """The nodes' stream protocol ports, node 1 first (with ``rabbitmq_stream``)."""
+        return [node.stream_port for node in self.nodes]
+
+    @property
+    def stream_url(self) -> str:
+        """Node 1's ``rabbitmq-stream://`` URI (with ``rabbitmq_stream``)."""
+        return self.nodes[0].stream_url
+
+    @property
     def url(self) -> str:
         """Node 1's URL: the user, password and vhost of every node."""
         return self.nodes[0].url
@@ -247,11 +259,12 @@ class RabbitMQCluster:
             raise errors[0]
 
     def _wait_for_members(self, deadline: float) -> None:
-        """Until every node answers AMQP and node 1 lists every node as running."""
+        """Until every node answers (AMQP, and its stream port with the plugin) and node 1
+        lists every node as running."""
         expected = {node.nodename for node in self.nodes}
         running: set[str] = set()
         while time.monotonic() < deadline:
-            if all(amqp_handshake("127.0.0.1", node.port) for node in self.nodes):
+            if all(node.answers() for node in self.nodes):
                 with contextlib.suppress(subprocess.SubprocessError):
                     status = self.nodes[0].ctl("cluster_status", "--formatter", "json")
                     running = set(_running_nodes(status))
