@@ -7,54 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import pytest
-from rstream import ConfirmationStatus, RawMessage
 
 from amqp_spark.sink.stream_ids import PublishingIds, producer_name
-from tests.protocol.amqp10.stream_client import TIMEOUT, StreamEndpoint, delete, read_stored
+from tests.protocol.amqp10.stream_client import TIMEOUT, StreamEndpoint, delete
+from tests.spark.stream_dedup_client import QUERY, rows, send, stored_messages
 
 pytestmark = pytest.mark.rabbitmq
-
-QUERY = str(uuid.UUID(int=7))
-
-
-def rows(batch: int, start: int, count: int, attempt: str) -> list[RawMessage]:
-    """Rows ``start``.. of a partition of ``batch``, under the sink's publishing ids; the
-    body names the row and the attempt that sent it."""
-    ids = PublishingIds(producer_name(QUERY, 0), batch).for_rows(start, count)
-    return [
-        RawMessage(f"{batch}:{start + i}:{attempt}".encode(), publishing_id=pid)
-        for i, pid in enumerate(ids)
-    ]
-
-
-def send(uri: str, stream: str, messages: Sequence[RawMessage], name: str) -> tuple[int, int]:
-    """Publish under producer ``name`` on a connection of its own, as a task does; returns
-    (messages confirmed, the stream's sequence for ``name`` afterwards)."""
-
-    async def run() -> tuple[int, int]:
-        confirmed: list[bool] = []
-        done = asyncio.Event()
-
-        async def on_confirm(status: ConfirmationStatus) -> None:
-            confirmed.append(status.is_confirmed)
-            if len(confirmed) == len(messages):
-                done.set()
-
-        async with StreamEndpoint.parse(uri).producer() as producer:
-            await producer.send_batch(
-                stream, list(messages), publisher_name=name, on_publish_confirm=on_confirm
-            )
-            await done.wait()
-            sequence = await (await producer.default_client).query_publisher_sequence(
-                stream=stream, reference=name
-            )
-        assert all(confirmed)
-        return len(confirmed), sequence
-
-    return asyncio.run(asyncio.wait_for(run(), TIMEOUT))
 
 
 @pytest.fixture
@@ -87,11 +48,9 @@ def test_retried_task_and_replayed_batch_store_every_row_once(
     send(uri, stream, rows(3, 0, 100, "c"), name)
     # Batch 4 has fewer rows than batch 3: its ids are still above.
     send(uri, stream, rows(4, 0, 7, "d"), name)
-    # A last message of another producer: what is stored before it is all there is.
-    send(uri, stream, [RawMessage(b"end", publishing_id=1)], "end")
-    stored = [m.decode() for m in read_stored(uri, stream, 108)]
+    stored = [m.decode() for m in stored_messages(uri, stream)]
     expected = [f"3:{r}:a" for r in range(40)] + [f"3:{r}:b" for r in range(40, 100)]
-    assert stored == [*expected, *(f"4:{r}:d" for r in range(7)), "end"]
+    assert stored == [*expected, *(f"4:{r}:d" for r in range(7))]
 
 
 def test_one_name_is_tracked_per_stream_and_across_connections_at_once(
@@ -110,7 +69,5 @@ def test_one_name_is_tracked_per_stream_and_across_connections_at_once(
 
     asyncio.run(both())
     for stream, count in ((streams[0], 50), (streams[1], 60)):
-        send(uri, stream, [RawMessage(b"end", publishing_id=1)], "end")
-        stored = [m.decode() for m in read_stored(uri, stream, count + 1)]
-        assert [int(m.split(":")[1]) for m in stored[:-1]] == list(range(count))
-        assert stored[-1] == "end"
+        stored = [m.decode() for m in stored_messages(uri, stream)]
+        assert [int(m.split(":")[1]) for m in stored] == list(range(count))
