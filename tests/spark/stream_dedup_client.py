@@ -12,7 +12,7 @@ from rstream import ConfirmationStatus, MessageContext, RawMessage
 
 from amqp_protocol.amqp10 import to_amqp091
 from amqp_spark.sink.stream_ids import PublishingIds, producer_name
-from tests.protocol.amqp10.stream_client import TIMEOUT, StreamEndpoint, publish
+from tests.protocol.amqp10.stream_client import TIMEOUT, StreamEndpoint
 
 #: The query id the rows are written under.
 
@@ -68,11 +68,11 @@ def sequence_of(uri: str, stream: str, name: str) -> int:
 
 
 def stored_messages(stream_uri: str, stream: str) -> list[bytes]:
-    """Every message ``stream`` holds, as stored. An end marker is published first (by
-    rstream, under no producer name) and the stream is read from its start up to it: what
-    is stored before the marker is everything written before this call."""
+    """Every message ``stream`` holds, as stored. An end marker is published first (under
+    a producer name of its own) and the stream is read from its start up to it: what is
+    stored before the marker is everything written before this call."""
     marker = f"end-{uuid.uuid4().hex}".encode()
-    publish(stream_uri, stream, [marker])
+    send(stream_uri, stream, [RawMessage(marker, publishing_id=1)], marker.decode())
 
     async def run() -> list[bytes]:
         stored: list[bytes] = []
