@@ -10,7 +10,9 @@ package reads no XML when it runs:
   ``definitions``);
 - ``any_version.py``: each method or properties class as the union of its classes in every
   version (``BasicQos``), for code that serves all versions, such as the broker's handlers;
-- ``reply_codes.py``: one ``AMQPError`` subclass per reply code, re-exported by ``errors``.
+- ``reply_codes.py``: one ``AMQPError`` subclass per reply code, re-exported by ``errors``;
+- ``stream.py`` and ``stream_codes.py``: RabbitMQ's stream protocol, its command classes and
+  response codes, from ``spec/rabbitmq-stream-protocol.txt`` (see ``stream_module``).
 
 A version is one entry of ``VERSIONS``: a spec file and the extensions merged into it.
 """
@@ -24,6 +26,8 @@ from amqp_protocol.spec import Spec
 
 from .classes import Structs, method_class, properties_class
 from .definitions import spec_definition
+from .stream_module import stream_codes_module, stream_module
+from .stream_spec import read_stream_spec
 from .text import method_class_name, properties_class_name
 from .xml_spec import read_spec
 
@@ -262,6 +266,9 @@ def generated_modules() -> dict[str, str]:
     out = {f"{module}.py": version_module(spec, VERSIONS[module]) for module, spec in specs.items()}
     out["any_version.py"] = any_version_module({module: specs[module] for module in ANY_VERSION})
     out["reply_codes.py"] = reply_codes_module()
+    stream = read_stream_spec()
+    out["stream_codes.py"] = stream_codes_module(stream)
+    out["stream.py"] = stream_module(stream)
     return out
 
 
