@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from amqp_protocol.amqp10 import from_amqp091
+from amqp_protocol.stream.values import PublishedMessage
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 
 from .columns import ColumnPlan
@@ -32,13 +33,12 @@ class StreamRun:
     """The messages of a record batch for one stream, in row order."""
 
     stream: str
-    messages: list[tuple[int, bytes]] = field(default_factory=list)  #: (publishing id, message)
-    filter_values: list[str | None] = field(default_factory=list)  #: per message
+    messages: list[PublishedMessage] = field(default_factory=list)
 
     @property
     def filtered(self) -> bool:
         """Whether any message has a filter value (then Publish version 2 is needed)."""
-        return any(value is not None for value in self.filter_values)
+        return any(m.filter_value is not None for m in self.messages)
 
 
 def to_stream_runs(
@@ -64,7 +64,9 @@ def to_stream_runs(
         if run is None:
             run = runs[stream] = StreamRun(stream)
         present = properties.present()
-        run.messages.append((publishing_id, from_amqp091(present, body)))
         headers = present.get("headers")
-        run.filter_values.append(None if headers is None else headers.get(FILTER_VALUE_HEADER))
+        filter_value = None if headers is None else headers.get(FILTER_VALUE_HEADER)
+        run.messages.append(
+            PublishedMessage(publishing_id, from_amqp091(present, body), filter_value)
+        )
     return list(runs.values())

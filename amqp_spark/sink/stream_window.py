@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from amqp_protocol.stream.values import PublishedMessage
+
 
 class PublishWindow:
     """Outstanding messages of one publisher, in the order they were sent."""
@@ -27,8 +29,8 @@ class PublishWindow:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
         self.max_in_flight = max_in_flight
-        #: publishing id -> message bytes, in sending (and id) order.
-        self._pending: dict[int, bytes] = {}
+        #: publishing id -> message, in sending (and id) order.
+        self._pending: dict[int, PublishedMessage] = {}
         #: (publishing id, response code) of every message the broker refused.
         self.refused: list[tuple[int, int]] = []
         self.confirmed = 0
@@ -42,9 +44,9 @@ class PublishWindow:
         """How many more messages may be sent before waiting for confirms."""
         return max(0, self.max_in_flight - len(self._pending))
 
-    def sent(self, messages: Iterable[tuple[int, bytes]]) -> None:
-        """Register (publishing id, message) pairs just written, in increasing id order."""
-        self._pending.update(messages)
+    def sent(self, messages: Iterable[PublishedMessage]) -> None:
+        """Register messages just written, in increasing publishing id order."""
+        self._pending.update((m.publishing_id, m) for m in messages)
 
     def on_confirm(self, publishing_ids: Iterable[int]) -> None:
         """Apply a PublishConfirm."""
@@ -58,7 +60,7 @@ class PublishWindow:
             if self._pending.pop(publishing_id, None) is not None:
                 self.refused.append((publishing_id, code))
 
-    def unsettled(self) -> Iterator[tuple[int, bytes]]:
+    def unsettled(self) -> Iterator[PublishedMessage]:
         """The messages sent and not answered, oldest first: what to send again after a
         lost connection. A snapshot: sending them again (``sent``) while iterating is fine."""
-        return iter(list(self._pending.items()))
+        return iter(list(self._pending.values()))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from amqp_protocol.stream.values import PublishedMessage
 from amqp_spark.sink.stream_window import PublishWindow
 
 
-def messages(first: int, count: int) -> list[tuple[int, bytes]]:
-    return [(i, f"m{i}".encode()) for i in range(first, first + count)]
+def messages(first: int, count: int) -> list[PublishedMessage]:
+    return [PublishedMessage(i, f"m{i}".encode()) for i in range(first, first + count)]
 
 
 def test_room_shrinks_with_what_is_sent_and_grows_with_confirms() -> None:
@@ -43,7 +44,7 @@ def test_unsettled_messages_are_resent_oldest_first_under_their_ids() -> None:
     window.sent(messages(10, 6))
     window.on_confirm([10, 12])
     again = list(window.unsettled())
-    assert [i for i, _ in again] == [11, 13, 14, 15]
+    assert [m.publishing_id for m in again] == [11, 13, 14, 15]
     window.sent(again)  # sent again on the next node, under the same ids
     assert window.outstanding == 4
     window.on_confirm([11, 13, 14, 15])
