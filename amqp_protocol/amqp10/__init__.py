@@ -4,7 +4,6 @@ the column decoder of the source (``columns``). Standard library only."""
 
 from amqp_protocol.amqp10.amqp091 import (
     Amqp091Delivery,
-    amqp091_view,
     from_amqp091,
     from_amqp091_message,
     to_amqp091,
@@ -19,7 +18,6 @@ __all__ = [
     "Header",
     "Message",
     "Properties",
-    "amqp091_view",
     "decode",
     "decode_columns",
     "decode_message",

@@ -12,20 +12,25 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import operator
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from amqp_protocol.amqp10.message import (
-    AMQP_VALUE,
+    DATA,
     Header,
     Message,
     Properties,
+    Sections,
     decode_message,
     encode_message,
+    split_sections,
 )
 from amqp_protocol.amqp10.types import (
     Array,
+    Boolean,
+    Buffer,
     Char,
     Described,
     Long,
@@ -33,7 +38,6 @@ from amqp_protocol.amqp10.types import (
     Timestamp,
     UByte,
     UInt,
-    encode,
 )
 
 #: The 0-9-1 ``type`` RabbitMQ gives a message whose body is not data sections: the body is
@@ -46,6 +50,27 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 _INTERNAL_ANNOTATIONS = ("x-basic-", "x-routing-key", "x-exchange", "x-death")
 _URN_UUID = "urn:uuid:"
 _SHORTSTR_MAX = 255
+
+
+#: The basic properties in the order of ``delivery_fields``' tuple (and of the
+#: schema's columns).
+PROPERTY_FIELDS: tuple[str, ...] = (
+    "content_type",
+    "content_encoding",
+    "headers",
+    "delivery_mode",
+    "priority",
+    "correlation_id",
+    "reply_to",
+    "expiration",
+    "message_id",
+    "timestamp",
+    "type",
+    "user_id",
+    "app_id",
+)
+#: The basic properties of an object that has them as attributes, in that order.
+_BASIC_FIELDS = operator.attrgetter(*PROPERTY_FIELDS)
 
 
 class Amqp091Delivery(NamedTuple):
@@ -62,7 +87,14 @@ class Amqp091Delivery(NamedTuple):
 
 def _value_from_091(value: Any) -> Any:
     """A 0-9-1 field value as RabbitMQ types it in AMQP 1.0 (``from_091``)."""
-    if value is None or isinstance(value, bool | float):
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int:
+        return value if -(2**31) <= value < 2**31 else Long(value)
+    if isinstance(value, bool):
+        return Boolean(value)
+    if value is None or isinstance(value, float):
         return value
     if isinstance(value, int):
         return value if -(2**31) <= value < 2**31 else Long(value)
@@ -105,53 +137,69 @@ def _timestamp_seconds(value: Any) -> int:
 
 
 def from_amqp091_message(
-    properties: Mapping[str, Any],
+    properties: Mapping[str, Any] | object,
     body: bytes,
     exchange: str | None = None,
     routing_key: str | None = None,
 ) -> Message:
     """The AMQP 1.0 message RabbitMQ 4 stores in a stream for a 0-9-1 publish of ``body``
     with ``properties`` (``exchange`` and ``routing_key`` become the ``x-exchange`` and
-    ``x-routing-key`` annotations, as a publish through an exchange gives them)."""
-    get = properties.get
-    headers: Mapping[str, Any] = get("headers") or {}
-    expiration = get("expiration")
-    priority = get("priority")
+    ``x-routing-key`` annotations, as a publish through an exchange gives them).
+
+    ``properties`` is a mapping of the basic properties present, or an object with them as
+    attributes (``amqp_protocol``'s basic properties class: no dict made per message)."""
+    (
+        content_type,
+        content_encoding,
+        headers,
+        delivery_mode,
+        priority,
+        correlation_id,
+        reply_to,
+        expiration,
+        message_id,
+        timestamp,
+        kind,
+        user_id,
+        app_id,
+    ) = (
+        map(properties.get, PROPERTY_FIELDS)
+        if type(properties) is dict or isinstance(properties, Mapping)
+        else _BASIC_FIELDS(properties)
+    )
     header = Header(
-        durable=get("delivery_mode") == 2,
+        durable=delivery_mode == 2,
         priority=None if priority is None else UByte(priority),
         ttl=None if expiration is None else UInt(int(expiration)),
         first_acquirer=True,
         delivery_count=UInt(0),
     )
     annotations: dict[Any, Any] = {}
-    if get("type") is not None:
-        annotations[Symbol("x-basic-type")] = get("type")
+    if kind is not None:
+        annotations[Symbol("x-basic-type")] = kind
     application: dict[str, Any] = {}
-    for key, value in headers.items():
+    for key, value in (headers or {}).items():
         if key.startswith("x-"):
             annotations[Symbol(key)] = _value_from_091(value)
         elif key == "CC" and isinstance(value, list | tuple):
             annotations[Symbol("x-cc")] = _value_from_091(value)
-        elif not isinstance(value, Mapping | list | tuple):
+        elif type(value) is str or not isinstance(value, Mapping | list | tuple):
             application[key] = _value_from_091(value)
     if exchange is not None:
         annotations[Symbol("x-exchange")] = exchange
     if routing_key is not None:
         annotations[Symbol("x-routing-key")] = routing_key
-    timestamp = get("timestamp")
-    user_id = get("user_id")
     fields = Properties(
-        message_id=_id_from_091(get("message_id")),
+        message_id=_id_from_091(message_id),
         user_id=None if user_id is None else user_id.encode("utf-8"),
-        reply_to=get("reply_to"),
-        correlation_id=_id_from_091(get("correlation_id")),
-        content_type=get("content_type"),
-        content_encoding=get("content_encoding"),
+        reply_to=reply_to,
+        correlation_id=_id_from_091(correlation_id),
+        content_type=content_type,
+        content_encoding=content_encoding,
         creation_time=None if timestamp is None else _timestamp_seconds(timestamp) * 1000,
-        group_id=get("app_id"),
+        group_id=app_id,
     )
-    if get("type") == AMQP10_TYPE:
+    if kind == AMQP10_TYPE:
         stored = decode_message(body)
         message_body, body_kind = stored.body, stored.body_kind
     else:
@@ -170,7 +218,7 @@ _NO_PROPERTIES = Properties()
 
 
 def from_amqp091(
-    properties: Mapping[str, Any],
+    properties: Mapping[str, Any] | object,
     body: bytes,
     exchange: str | None = None,
     routing_key: str | None = None,
@@ -234,17 +282,20 @@ def _id_to_091(value: Any, header: str, headers: dict[str, Any]) -> str | None:
     return None
 
 
-def amqp091_view(message: Message, queue: str, offset: int | None = None) -> Amqp091Delivery:
-    """What RabbitMQ 4 delivers to a 0-9-1 consumer of stream ``queue`` for ``message``
-    (with the ``x-stream-offset`` header when ``offset`` is given)."""
-    annotations = message.message_annotations or {}
-    header = message.header
-    props = message.properties or _NO_PROPERTIES
+#: Message annotations that need no work: where RabbitMQ routed a 0-9-1 publish.
+_ROUTING_ANNOTATIONS = frozenset(("x-exchange", "x-routing-key"))
+
+
+def _headers_of(annotations: dict[Any, Any], application: dict[Any, Any] | None) -> dict[str, Any]:
+    """The 0-9-1 headers of the application properties and the ``x-`` annotations."""
     headers: dict[str, Any] = {}
-    for key, value in (message.application_properties or {}).items():
-        if type(key) is str and len(key.encode("utf-8")) <= _SHORTSTR_MAX:
-            headers[key] = _value_to_091(value)
+    if application:
+        for key, value in application.items():
+            if type(key) is str and len(key.encode("utf-8")) <= _SHORTSTR_MAX:
+                headers[key] = _value_to_091(value)
     for key, value in annotations.items():
+        if key in _ROUTING_ANNOTATIONS:
+            continue
         if type(key) is not Symbol or not key.startswith("x-") or len(key) > _SHORTSTR_MAX:
             continue
         if key == "x-cc":
@@ -253,54 +304,84 @@ def amqp091_view(message: Message, queue: str, offset: int | None = None) -> Amq
             headers["timestamp_in_ms"] = int(value)
         elif not key.startswith(_INTERNAL_ANNOTATIONS):
             headers[str(key)] = _value_to_091(value)
-    message_id = _id_to_091(props.message_id, "x-message-id", headers)
-    correlation_id = _id_to_091(props.correlation_id, "x-correlation-id", headers)
+    return headers
+
+
+def _expiration(ttl: Any, annotations: dict[Any, Any]) -> str | None:
+    """The header's ttl, else a 0-9-1 publish's ``x-basic-expiration``, as RabbitMQ renders
+    it: the decimal digits of the number of milliseconds."""
+    if ttl is None:
+        ttl = annotations.get("x-basic-expiration")
+        if type(ttl) is not str or not ttl.isdigit():
+            return None
+    return str(int(ttl))
+
+
+def _routing_key(annotations: dict[Any, Any], queue: str) -> str:
+    key = annotations.get("x-routing-key")
+    if key is None:
+        cc = annotations.get("x-cc")
+        key = cc[0] if type(cc) is list and cc else queue
+    return str(key)
+
+
+_NO_FIELDS: tuple[Any, ...] = (None,) * 13
+
+
+def delivery_fields(
+    header: Sequence[Any] | None,
+    annotations: dict[Any, Any] | None,
+    properties: Sequence[Any] | None,
+    application: dict[Any, Any] | None,
+    body_is_data: bool,
+    queue: str,
+    offset: int | None,
+) -> tuple[Any, ...]:
+    """The basic properties (``PROPERTY_FIELDS``' order, None where absent), exchange and
+    routing key that RabbitMQ 4 gives a 0-9-1 consumer of stream ``queue`` for a message of
+    these sections (as decoded: lists and dicts, or ``Header``/``Properties``)."""
+    annotations = annotations or {}
+    props = _NO_FIELDS if properties is None else (*properties, *_NO_FIELDS)
+    headers = (
+        _headers_of(annotations, application)
+        if application or not _ROUTING_ANNOTATIONS.issuperset(annotations)
+        else {}
+    )
+    message_id = _id_to_091(props[0], "x-message-id", headers)
+    correlation_id = _id_to_091(props[5], "x-correlation-id", headers)
     if offset is not None:
         headers[STREAM_OFFSET_HEADER] = offset
-    if header is not None and header.durable is not None:
-        delivery_mode = 2 if header.durable else 1
-    else:
+    durable = priority = ttl = None
+    if header:
+        durable = header[0]
+        priority = header[1] if len(header) > 1 else None
+        ttl = header[2] if len(header) > 2 else None
+    if durable is None:
         delivery_mode = annotations.get("x-basic-delivery-mode", 2)
-    priority = header.priority if header is not None else None
-    if priority is None and header is None:
-        priority = annotations.get("x-basic-priority")
-    ttl = header.ttl if header is not None else None
-    expiration = str(ttl) if ttl is not None else None
-    if expiration is None and header is None:
-        expiration = annotations.get("x-basic-expiration")
-    if message.body_kind == "data":
-        body = b"".join(message.body)
-        kind = annotations.get("x-basic-type")
     else:
-        body = _encoded_body(message)
-        kind = AMQP10_TYPE
-    user_id = props.user_id
-    creation = props.creation_time
-    present = {
-        "content_type": None if props.content_type is None else str(props.content_type),
-        "content_encoding": (
-            None if props.content_encoding is None else str(props.content_encoding)
-        ),
-        # RabbitMQ sorts a delivery's headers by name when it adds its own (x-stream-offset)
-        "headers": dict(sorted(headers.items())) if headers else None,
-        "delivery_mode": delivery_mode,
-        "priority": priority,
-        "correlation_id": correlation_id,
-        "reply_to": _shortstr(props.reply_to),
-        "expiration": expiration,
-        "message_id": message_id,
-        "timestamp": None if creation is None else creation // 1000,
-        "type": None if kind is None else str(kind),
-        "user_id": _user_id(user_id),
-        "app_id": _shortstr(props.group_id),
-    }
+        delivery_mode = 2 if durable else 1
+    if priority is None:
+        priority = annotations.get("x-basic-priority")
+    content_type, content_encoding, creation = props[6], props[7], props[9]
+    kind = annotations.get("x-basic-type") if body_is_data else AMQP10_TYPE
     exchange = annotations.get("x-exchange")
-    routing_key = annotations.get("x-routing-key")
-    return Amqp091Delivery(
-        {k: v for k, v in present.items() if v is not None},
-        body,
+    return (
+        None if content_type is None else str(content_type),
+        None if content_encoding is None else str(content_encoding),
+        # RabbitMQ sorts a delivery's headers by name when it adds its own (x-stream-offset)
+        dict(sorted(headers.items())) if headers else None,
+        delivery_mode,
+        priority,
+        correlation_id,
+        _shortstr(props[4]),
+        _expiration(ttl, annotations),
+        message_id,
+        None if creation is None else creation // 1000,
+        None if kind is None else str(kind),
+        _user_id(props[1]),
+        _shortstr(props[10]),
         "" if exchange is None else str(exchange),
-        queue if routing_key is None else str(routing_key),
+        _routing_key(annotations, queue),
     )
 
 
@@ -313,14 +394,32 @@ def _user_id(value: bytes | None) -> str | None:
         return None
 
 
-def _encoded_body(message: Message) -> bytes:
-    """The AMQP 1.0 encoding of a body that is not data sections (what RabbitMQ gives a 0-9-1
-    consumer as the body, with the type ``amqp-1.0``)."""
-    if message.body_kind == "amqp-value":
-        return bytes((0x00, 0x53, AMQP_VALUE)) + encode(message.body)
-    return b"".join(b"\x00\x53\x76" + encode(list(items)) for items in message.body)
+def to_amqp091(data: Buffer, queue: str = "", offset: int | None = None) -> Amqp091Delivery:
+    """What RabbitMQ 4 delivers to a 0-9-1 consumer of stream ``queue`` for the stored
+    message ``data`` (with the ``x-stream-offset`` header when ``offset`` is given)."""
+    sections = split_sections(data)
+    is_data = sections.body_code == DATA
+    fields = delivery_fields(
+        sections.header,
+        sections.message_annotations,
+        sections.properties,
+        sections.application_properties,
+        is_data,
+        queue,
+        offset,
+    )
+    return Amqp091Delivery(
+        {k: v for k, v in zip(PROPERTY_FIELDS, fields[:13], strict=True) if v is not None},
+        body_091(sections, data),
+        fields[13],
+        fields[14],
+    )
 
 
-def to_amqp091(data: bytes, queue: str = "", offset: int | None = None) -> Amqp091Delivery:
-    """``amqp091_view`` of one stored message's bytes."""
-    return amqp091_view(decode_message(data), queue, offset)
+def body_091(sections: Sections, data: Buffer) -> bytes:
+    """The 0-9-1 body of a stored message: its data sections joined, else (type
+    ``amqp-1.0``) the stored bytes from the first body section to the end, footer included."""
+    if sections.body_code == DATA:
+        body = sections.body
+        return body[0] if len(body) == 1 else b"".join(body)
+    return bytes(data[sections.body_start :])

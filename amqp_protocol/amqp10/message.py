@@ -113,15 +113,12 @@ class Message(NamedTuple):
 
 
 def _typed_fields(fields: tuple[Any, ...], types: tuple[Any, ...]) -> list[Any]:
-    """A section's field list as encoded: each value in its field's type, trailing nulls
-    dropped (as the spec allows and RabbitMQ does)."""
-    values = [
+    """A section's field list as encoded: each value in its field's type, every field
+    written (nulls included, as RabbitMQ writes them)."""
+    return [
         None if v is None else (t(v) if t is not None and type(v) is not t else v)
         for v, t in zip(fields, types, strict=True)
     ]
-    while values and values[-1] is None:
-        values.pop()
-    return values
 
 
 def _section(out: bytearray, code: int, value: Any) -> None:
@@ -177,31 +174,80 @@ def section_code(data: Buffer, offset: int) -> tuple[int, int]:
     raise AMQP10DecodeError(f"section descriptor {descriptor!r} at {offset} is not a message's")
 
 
-def decode_message(data: Buffer) -> Message:
+class Sections(NamedTuple):
+    """A message's sections as decoded values (lists for the header and the properties, as
+    long as the sender wrote them), and where its body begins: what ``split_sections``
+    gives for the readers that need no ``Message`` (the source's column decoder)."""
+
+    header: list[Any] | None
+    delivery_annotations: dict[Any, Any] | None
+    message_annotations: dict[Any, Any] | None
+    properties: list[Any] | None
+    application_properties: dict[Any, Any] | None
+    body_code: int  # DATA, AMQP_SEQUENCE or AMQP_VALUE
+    body: list[Any]  # the value of each body section
+    body_start: int  # the offset of the first body section
+    footer: dict[Any, Any] | None
+
+
+def split_sections(data: Buffer) -> Sections:
     """The sections of one encoded message (AMQP10DecodeError, naming where, if malformed)."""
     found: dict[int, Any] = {}
     body: list[Any] = []
     body_code = DATA
+    body_start = -1
     offset, end = 0, len(data)
     while offset < end:
-        code, offset = section_code(data, offset)
-        value, offset = decode_value(data, offset)
-        if code in BODY_KINDS:
-            if body and code != body_code:
-                raise AMQP10DecodeError("a body mixes sections of different kinds")
-            body_code = code
-            body.append(value)
+        start = offset
+        if data[offset] == 0x00 and data[offset + 1] == 0x53:
+            code, offset = data[offset + 2], offset + 3
         else:
+            code, offset = section_code(data, offset)
+        if code == DATA and data[offset] == 0xA0:  # the usual small data section, inline
+            value_end = offset + 2 + data[offset + 1]
+            if value_end > end:
+                raise AMQP10DecodeError(f"the data section at {start} runs past the end")
+            value: Any = bytes(data[offset + 2 : value_end])
+            offset = value_end
+        else:
+            value, offset = decode_value(data, offset)
+        if DATA <= code <= AMQP_VALUE:
+            if not body:
+                body_code, body_start = code, start
+            elif code != body_code:
+                raise AMQP10DecodeError(f"a body mixes sections of different kinds, at {start}")
+            body.append(value)
+        elif HEADER <= code <= FOOTER:
             found[code] = value
-    header = found.get(HEADER)
-    properties = found.get(PROPERTIES)
+        else:
+            raise AMQP10DecodeError(f"section descriptor 0x{code:02x} at {start} is unknown")
+    return Sections(
+        found.get(HEADER),
+        found.get(DELIVERY_ANNOTATIONS),
+        found.get(MESSAGE_ANNOTATIONS),
+        found.get(PROPERTIES),
+        found.get(APPLICATION_PROPERTIES),
+        body_code,
+        body,
+        end if body_start < 0 else body_start,
+        found.get(FOOTER),
+    )
+
+
+def decode_message(data: Buffer) -> Message:
+    """The sections of one encoded message (AMQP10DecodeError, naming where, if malformed)."""
+    sections = split_sections(data)
+    header = sections.header
+    properties = sections.properties
+    body_code = sections.body_code
+    body = sections.body
     return Message(
         body=body[0] if body_code == AMQP_VALUE and body else body,
         body_kind=BODY_KINDS[body_code],
         header=None if header is None else Header(*header[:5]),
-        delivery_annotations=found.get(DELIVERY_ANNOTATIONS),
-        message_annotations=found.get(MESSAGE_ANNOTATIONS),
+        delivery_annotations=sections.delivery_annotations,
+        message_annotations=sections.message_annotations,
         properties=None if properties is None else Properties(*properties[:13]),
-        application_properties=found.get(APPLICATION_PROPERTIES),
-        footer=found.get(FOOTER),
+        application_properties=sections.application_properties,
+        footer=sections.footer,
     )

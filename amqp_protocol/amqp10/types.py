@@ -83,6 +83,13 @@ class Long(_Fixed):
     __slots__ = ()
 
 
+class Boolean(_Fixed):
+    """A boolean (1 or 0) written in the one-byte form ``0x56``, as RabbitMQ writes the
+    booleans it converts from 0-9-1 headers (a plain ``bool`` takes ``0x41``/``0x42``)."""
+
+    __slots__ = ()
+
+
 class Float(float):
     """A ``float`` written as AMQP's 32-bit ``float`` (a plain ``float`` is a ``double``)."""
 
@@ -189,17 +196,38 @@ def _compound(width: struct.Struct, as_map: bool) -> Decoder:
         if end > len(data):
             raise AMQP10DecodeError(f"a list or map at {offset} runs past the end")
         position = offset + 2 * size
-        items = []
-        for _ in range(count):
-            item, position = decode_value(data, position)
-            items.append(item)
-        if position != end:
-            raise AMQP10DecodeError(f"a list or map at {offset} is {byte_size} bytes, not so")
-        if not as_map:
-            return items, end
-        if count % 2:
+        if as_map and count % 2:
             raise AMQP10DecodeError(f"a map at {offset} has an odd count of {count}")
-        return dict(zip(items[::2], items[1::2], strict=True)), end
+        table = _TABLE
+        items: list[Any] = []
+        append = items.append
+        # The usual items (short strings and symbols, null, small ints) inline, the rest by
+        # the table; an item that overruns makes ``position`` miss ``end``, checked below.
+        for _ in range(count):
+            code = data[position]
+            if code == 0xA1 or code == 0xA3:
+                start = position + 2
+                position = start + data[position + 1]
+                text = str(data[start:position], "utf-8")
+                append(text if code == 0xA1 else Symbol(text))
+            elif code == 0x40:
+                append(None)
+                position += 1
+            elif code == 0x54 or code == 0x55:
+                append(data[position + 1] - ((data[position + 1] & 0x80) << 1))
+                position += 2
+            else:
+                item, position = table[code](data, position + 1)
+                append(item)
+        if position != end:
+            raise AMQP10DecodeError(
+                f"a list or map at {offset} declares {byte_size} bytes, its items take "
+                f"{position - offset - size}"
+            )
+        if as_map:
+            pairs = iter(items)
+            return dict(zip(pairs, pairs, strict=True)), end
+        return items, end
 
     return decode
 
@@ -227,7 +255,10 @@ def _array(width: struct.Struct) -> Decoder:
             item, position = element(data, position)
             items.append(item if descriptor is None else Described(descriptor, item))
         if position != end:
-            raise AMQP10DecodeError(f"an array at {offset} is {byte_size} bytes, not so")
+            raise AMQP10DecodeError(
+                f"an array at {offset} declares {byte_size} bytes, its items take "
+                f"{position - offset - size}"
+            )
         return Array(constructor, items, descriptor), end
 
     return decode
@@ -256,6 +287,10 @@ def _raw(kind: type[bytes], size: int) -> Decoder:
         return kind(data[offset : offset + size]), offset + size
 
     return decode
+
+
+def _list0(data: Buffer, offset: int) -> tuple[list[Any], int]:
+    return [], offset
 
 
 _DECODERS: dict[int, Decoder] = {
@@ -292,7 +327,7 @@ _DECODERS: dict[int, Decoder] = {
     0xB1: _variable(_u32, _utf8),
     0xA3: _variable(_u8, _symbol),
     0xB3: _variable(_u32, _symbol),
-    0x45: _constant(None),  # list0: replaced below (a new list each time)
+    0x45: _list0,
     0xC0: _compound(_u8, as_map=False),
     0xD0: _compound(_u32, as_map=False),
     0xC1: _compound(_u8, as_map=True),
@@ -302,11 +337,13 @@ _DECODERS: dict[int, Decoder] = {
 }
 
 
-def _list0(data: Buffer, offset: int) -> tuple[list[Any], int]:
-    return [], offset
+def _unknown(data: Buffer, offset: int) -> tuple[Any, int]:
+    code = data[offset - 1]
+    raise AMQP10DecodeError(f"unknown AMQP 1.0 format code 0x{code:02x} at {offset - 1}")
 
 
-_DECODERS[0x45] = _list0
+#: The decoders by format code, for the inner loops (a list index is the cheapest dispatch).
+_TABLE: list[Decoder] = [_DECODERS.get(code, _unknown) for code in range(256)]
 
 
 def decode_value(data: Buffer, offset: int = 0) -> tuple[Any, int]:
@@ -315,11 +352,8 @@ def decode_value(data: Buffer, offset: int = 0) -> tuple[Any, int]:
         code = data[offset]
     except IndexError:
         raise AMQP10DecodeError(f"a value expected at {offset}, the data ends there") from None
-    decoder = _DECODERS.get(code)
-    if decoder is None:
-        raise AMQP10DecodeError(f"unknown AMQP 1.0 format code 0x{code:02x} at {offset}")
     try:
-        return decoder(data, offset + 1)
+        return _TABLE[code](data, offset + 1)
     except (struct.error, IndexError):
         raise AMQP10DecodeError(f"the value at {offset} runs past the end of the data") from None
     except UnicodeDecodeError as e:
@@ -433,8 +467,26 @@ def _encode_bytes(out: bytearray, value: bytes | bytearray | memoryview) -> None
 def _encode_compound(out: bytearray, items: Sequence[Any], count: int, codes: bytes) -> None:
     """A list or map (``codes``: its 8-bit and 32-bit format codes) of encoded ``items``."""
     body = bytearray()
+    append = body.append
+    encoders = _ENCODERS
+    # The usual items (null, short strings and symbols) inline, the rest by their encoder.
     for item in items:
-        encode_into(body, item)
+        kind = type(item)
+        if item is None:
+            append(0x40)
+        elif kind is str or kind is Symbol:
+            raw = item.encode("utf-8" if kind is str else "ascii")
+            if len(raw) < 256:
+                append(0xA1 if kind is str else 0xA3)
+                append(len(raw))
+                body += raw
+            else:
+                encoders[kind](body, item)
+        else:
+            encoder = encoders.get(kind)
+            if encoder is None:
+                encoder = _encoder_of_subclass(item)
+            encoder(body, item)
     if len(body) + 1 < 256 and count < 256:
         out += bytes((codes[0], len(body) + 1, count))
     else:
@@ -534,6 +586,7 @@ _ENCODERS: dict[type, Callable[[bytearray, Any], None]] = {
     Short: _signed(0x61, None, _i16),
     Int: _signed(0x71, 0x54, _i32),
     Long: _signed(0x81, 0x55, _i64),
+    Boolean: lambda out, v: out.extend(b"\x56\x01" if v else b"\x56\x00"),
     Float: lambda out, v: out.extend(b"\x72" + _f32.pack(v)),
     Decimal32: lambda out, v: out.extend(b"\x74" + v),
     Decimal64: lambda out, v: out.extend(b"\x84" + v),

@@ -17,6 +17,7 @@ from amqp_protocol.amqp10 import (
     to_amqp091,
 )
 from amqp_protocol.amqp10.types import AMQP10DecodeError, Symbol, Timestamp
+from tests.protocol.amqp10.test_rabbitmq_mapping import SINK_ROW
 
 EVERY_SECTION = Message(
     body=[b"one", b"two"],
@@ -69,27 +70,12 @@ def test_a_body_mixing_section_kinds_is_refused() -> None:
 
 
 def test_a_row_written_as_amqp10_reads_back_over_091_with_its_properties() -> None:
-    headers = {"h": "v", "n": "1", "x-k": "x"}
-    properties: dict[str, object] = {
-        "content_type": "application/json",
-        "content_encoding": "utf-8",
-        "headers": headers,
-        "delivery_mode": 2,
-        "priority": 3,
-        "correlation_id": "c",
-        "reply_to": "r",
-        "expiration": "1000",
-        "message_id": "m",
-        "timestamp": 1700000000,
-        "type": "t",
-        "user_id": "guest",
-        "app_id": "a",
-    }
-    delivery = to_amqp091(from_amqp091(properties, b"body"), "stream", offset=9)
+    """In process; tests/protocol/amqp10/test_rabbitmq_mapping.py checks it on RabbitMQ 4."""
+    delivery = to_amqp091(from_amqp091(SINK_ROW, b"body"), "stream", offset=9)
     assert delivery.body == b"body"
     assert (delivery.exchange, delivery.routing_key) == ("", "stream")
-    expected_headers = {**headers, "x-stream-offset": 9}
-    assert delivery.properties == {**properties, "headers": expected_headers}
+    expected_headers = {**SINK_ROW["headers"], "x-stream-offset": 9}
+    assert delivery.properties == {**SINK_ROW, "headers": expected_headers}
 
 
 def test_a_decimal_header_has_no_stored_form() -> None:
@@ -97,3 +83,12 @@ def test_a_decimal_header_has_no_stored_form() -> None:
 
     with pytest.raises(ValueError, match="decimal header value"):
         from_amqp091({"headers": {"d": decimal.Decimal("1.5")}}, b"")
+
+
+def test_basic_properties_objects_convert_as_their_fields_do() -> None:
+    from amqp_protocol import SPEC_0_9_1
+
+    basic = SPEC_0_9_1.properties("basic")(
+        content_type="text/plain", headers={"h": "v"}, delivery_mode=2, timestamp=5
+    )
+    assert from_amqp091(basic, b"b") == from_amqp091(basic.present(), b"b")

@@ -19,6 +19,7 @@ from amqp_protocol.amqp10 import (
     decode_columns,
     decode_message,
     encode_message,
+    from_amqp091,
     from_amqp091_message,
     to_amqp091,
 )
@@ -67,6 +68,12 @@ PUBLISHES_091: list[dict[str, Any]] = [
         "delivery_mode": 1,
         "message_id": "urn:uuid:6ba7b810-9dad-11d1-80b4-00c04fd430c8",
         "correlation_id": "x" * 10,
+    },
+    {
+        "expiration": "100",
+        "priority": 0,
+        "app_id": "a" * 255,
+        "headers": {"t": False, "zero": 0, "x-neg-big": -(2**40), "long": "é" * 200},
     },
 ]
 
@@ -118,6 +125,21 @@ PUBLISHES_10: list[Message] = [
     Message(body="just a string", body_kind="amqp-value"),
     Message(body=[b"a", b"b"]),
     Message(body=[b"plain"]),
+    Message(body=[1, "x"], body_kind="amqp-value", footer={Symbol("x-f"): "v"}),
+    Message(
+        body=[b"basic"],
+        header=Header(durable=True),
+        message_annotations={
+            "x-basic-priority": UByte(3),
+            "x-basic-expiration": "0500",
+            "x-basic-delivery-mode": UByte(1),
+        },
+    ),
+    Message(
+        body=[b"cc"],
+        message_annotations={"x-cc": ["r1", "r2"], "x-same": "annotation"},
+        application_properties={"x-same": "property", "k" * 300: "too long a key"},
+    ),
 ]
 
 
@@ -130,19 +152,27 @@ def stream(rabbitmq_url: str, rabbitmq_stream_url: str) -> Iterator[str]:
     delete(rabbitmq_stream_url, name)
 
 
-def test_a_091_publish_is_stored_as_from_amqp091_says(
-    rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
-) -> None:
-    with connect(rabbitmq_url) as conn:
+def _publish_091(url: str, stream: str, messages: list[tuple[bytes, dict[str, Any]]]) -> None:
+    """Publish ``(body, properties)`` messages to ``stream`` over 0-9-1, confirmed."""
+    with connect(url) as conn:
         ch = conn.channel()
         ch.confirm_select()
-        for i, properties in enumerate(PUBLISHES_091):
-            ch.basic_publish("", stream, f"body {i}".encode(), properties)
+        for body, properties in messages:
+            ch.basic_publish("", stream, body, properties)
         ch.wait_for_confirms(timeout=30)
+
+
+def test_a_091_publish_is_stored_byte_for_byte_as_from_amqp091_says(
+    rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
+) -> None:
+    _publish_091(
+        rabbitmq_url, stream, [(f"body {i}".encode(), p) for i, p in enumerate(PUBLISHES_091)]
+    )
     stored = read_stored(rabbitmq_stream_url, stream, len(PUBLISHES_091))
     for i, (properties, raw) in enumerate(zip(PUBLISHES_091, stored, strict=True)):
         ours = from_amqp091_message(properties, f"body {i}".encode(), "", stream)
         assert decode_message(raw) == ours
+        assert raw == from_amqp091(properties, f"body {i}".encode(), "", stream)
 
 
 def _consume_091(url: str, stream: str, count: int) -> list[Any]:
@@ -175,11 +205,7 @@ def test_a_091_consumer_gets_what_to_amqp091_says(
 def test_the_column_decoder_gives_the_rows_a_091_consumer_reads(
     rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
 ) -> None:
-    with connect(rabbitmq_url) as conn:
-        ch = conn.channel()
-        ch.confirm_select()
-        ch.basic_publish("", stream, b"over 0-9-1", ALL_PROPERTIES)
-        ch.wait_for_confirms(timeout=30)
+    _publish_091(rabbitmq_url, stream, [(b"over 0-9-1", ALL_PROPERTIES)])
     publish(rabbitmq_stream_url, stream, [encode_message(m) for m in PUBLISHES_10])
     count = 1 + len(PUBLISHES_10)
     stored = read_stored(rabbitmq_stream_url, stream, count)
@@ -194,3 +220,32 @@ def test_the_column_decoder_gives_the_rows_a_091_consumer_reads(
         assert row.pop("routing_key") == delivery.routing_key
         assert row.pop("offset") == present["headers"]["x-stream-offset"]
         assert {k: v for k, v in row.items() if v is not None} == present
+
+
+#: A row as the sink has it: every basic property, headers as strings (map<string,string>).
+SINK_ROW: dict[str, Any] = {
+    "content_type": "application/json",
+    "content_encoding": "utf-8",
+    "headers": {"h": "v", "n": "1", "x-k": "x", "CC": "not an array"},
+    "delivery_mode": 2,
+    "priority": 3,
+    "correlation_id": "c",
+    "reply_to": "r",
+    "expiration": "100000",
+    "message_id": "m",
+    "timestamp": 1700000000,
+    "type": "t",
+    "user_id": "guest",
+    "app_id": "a",
+}
+
+
+def test_a_row_the_sink_writes_reads_back_over_091_with_its_properties(
+    rabbitmq_url: str, rabbitmq_stream_url: str, stream: str
+) -> None:
+    publish(rabbitmq_stream_url, stream, [from_amqp091(SINK_ROW, b"row body")])
+    (delivery,) = _consume_091(rabbitmq_url, stream, 1)
+    assert delivery.body == b"row body"
+    offset = delivery.properties.headers["x-stream-offset"]
+    headers = {**SINK_ROW["headers"], "x-stream-offset": offset}
+    assert delivery.properties.present() == {**SINK_ROW, "headers": headers}

@@ -100,6 +100,9 @@ def test_decoding_reads_from_a_memoryview() -> None:
         ("c1030154", "runs past the end"),
         ("a102c328", "not valid"),
         ("4040", "1 bytes after the value"),
+        ("c00401a10561", "declares 4 bytes, its items take 8"),
+        ("e0050271000000", "runs past the end"),
+        ("c1050354015402", "odd count of 3"),
     ],
 )
 def test_malformed_input_is_refused_saying_why(hex_bytes: str, complaint: str) -> None:
