@@ -121,6 +121,8 @@ class Connection:
         #: the connection class's state machine; its changes are made under ``_state``
         self._handshake = Handshake("client", spec)
         self._send_lock = threading.Lock()
+        #: The thread inside ``send`` (under ``_send_lock``), or None.
+        self._sender: int | None = None
         # TLS objects must not be read and written at once from two threads.
         self._tls_lock: threading.Lock | None = None
         self._state = threading.Condition()  # blocked, channels, _error
@@ -344,22 +346,40 @@ class Connection:
 
     def send(self, data: bytes, prepare: Callable[[], None] | None = None) -> None:
         """Write ``data`` whole. ``prepare`` runs under the send lock just before the write:
-        bookkeeping that must follow the wire order (expected replies, sequence numbers)."""
+        bookkeeping that must follow the wire order (expected replies, sequence numbers).
+
+        A send from the thread already inside ``send`` (a signal handler that interrupted
+        it: the source closes its connection at SIGTERM) raises ``ClientError`` instead of
+        waiting forever for the lock that thread holds; its frame would cut the one in
+        progress anyway.
+        """
+        if self._sender == threading.get_ident():
+            raise ClientError(
+                "a send on this connection was interrupted (by a signal handler) and the "
+                "handler sent on it too: not sent"
+            )
         with self._send_lock:
-            self._check_open()
-            if prepare is not None:
-                prepare()
+            self._sender = threading.get_ident()
             try:
-                if self._tls_lock is None:
+                self._send_locked(data, prepare)
+            finally:
+                self._sender = None
+
+    def _send_locked(self, data: bytes, prepare: Callable[[], None] | None) -> None:
+        self._check_open()
+        if prepare is not None:
+            prepare()
+        try:
+            if self._tls_lock is None:
+                self._sock.sendall(data)
+            else:
+                with self._tls_lock:
                     self._sock.sendall(data)
-                else:
-                    with self._tls_lock:
-                        self._sock.sendall(data)
-            except OSError as e:
-                # A partial write leaves a half frame on the wire: the connection is unusable.
-                self._fail(ConnectionClosed(0, f"connection lost while sending: {e}"))
-                raise self._error from e  # type: ignore[misc]
-            self._last_sent = time.monotonic()
+        except OSError as e:
+            # A partial write leaves a half frame on the wire: the connection is unusable.
+            self._fail(ConnectionClosed(0, f"connection lost while sending: {e}"))
+            raise self._error from e  # type: ignore[misc]
+        self._last_sent = time.monotonic()
 
     def send_method(self, channel: int, method: Method) -> None:
         self.send(self._proto.send_method(channel, method))
