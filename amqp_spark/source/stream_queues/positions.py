@@ -40,7 +40,6 @@ def batch_end(
 ) -> StreamOffset:
     """The end of the next batch from ``start``: each queue up to its end, ``room`` rows at
     most in all (None: no bound), the queues in order."""
-    check_reads(options, start)
     positions = {}
     for queue in options.queues:
         begin = start.positions.get(queue, ends[queue])
@@ -55,7 +54,8 @@ def batch_end(
 def check_reads(options: SourceOptions, start: StreamOffset) -> None:
     """A checkpoint's offset is of what this query reads: the same super stream (or none)
     and, for a super stream, the same partitions (a super stream's partitions are fixed once
-    made; a checkpoint naming others is of another stream)."""
+    made; a checkpoint naming others is of another stream). Checked before the broker is
+    asked anything."""
     wanted = options.super_stream
     if start.super_stream != wanted:
         held = "stream queues" if start.super_stream is None else repr(start.super_stream)

@@ -153,6 +153,7 @@ class ProtocolPositions:
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: where the streams end, within ``maxMessagesPerTrigger``
         (``maxBytesPerTrigger`` needs message sizes, which only the 0-9-1 path sees)."""
+        positions.check_reads(self._options, start)
         return positions.batch_end(self._options, start, self.ends(), limits.max_rows)
 
     def report(self) -> dict[str, int]:

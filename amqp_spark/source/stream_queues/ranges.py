@@ -206,6 +206,7 @@ class StreamTails:
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: what the tails have seen, within the limits (bytes
         are estimated from the average message size seen)."""
+        positions.check_reads(self._options, start)
         ends = self.ends()
         room = limits.max_rows
         if limits.max_bytes is not None and self._count:
