@@ -324,7 +324,9 @@ def ready(url: str, queue: str) -> int:
 def test_task_killed_mid_batch_is_retried_and_every_row_arrives_with_its_id(
     amqp_spark: SparkSession, broker_url: str, tmp_path: Path
 ) -> None:
-    rows = 4000
+    # Enough rows that the kill lands before the task ends: with 4000 the task sometimes
+    # finished first under load (the query then did not fail: "DID NOT RAISE").
+    rows = 20000
     queue = bound_queue(broker_url, "")
     source = tmp_path / "in"
     source.mkdir()
@@ -341,7 +343,7 @@ def test_task_killed_mid_batch_is_retried_and_every_row_arrives_with_its_id(
 
     failed = stream.trigger(availableNow=True).start()
     deadline = time.monotonic() + 120
-    while ready(broker_url, queue) < rows // 10 and time.monotonic() < deadline:
+    while ready(broker_url, queue) < rows // 20 and time.monotonic() < deadline:
         time.sleep(0.05)
     writers = {pid for inode, pid in broker_connections(port).items() if inode not in idle}
     assert len(writers) == 1, f"expected one publishing Python worker, found {writers}"
