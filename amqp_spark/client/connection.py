@@ -552,10 +552,14 @@ class Connection:
 
     def _fail(self, error: ConnectionClosed, lost: bool = True) -> None:
         """Record why the connection ended, wake every waiter, drop the socket; ``lost``
-        unless our close() ended it. Idempotent."""
+        unless our close() ended it. Idempotent. A lost connection is reported (``on_lost``:
+        the address rotation moves on) before ``is_open`` turns False, so that a connection
+        made by whoever sees it closed goes to the next address."""
         with self._state:
             if self._error is not None:
                 return
+            if lost and self.on_lost is not None:
+                self.on_lost()
             self._error = error
             channels = list(self._channels.values())
             self._state.notify_all()
@@ -564,8 +568,6 @@ class Connection:
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
-        if lost and self.on_lost is not None:
-            self.on_lost()
 
     def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
         """Close cleanly: connection.close, then wait (at most ``timeout``) for close-ok."""
