@@ -268,35 +268,26 @@ NAMES = Parser("a comma-separated list of non-empty names, e.g. 'orders,refunds'
 URI_ACCEPTED = "amqp://user:password@host:port/vhost or amqps://..."
 
 
-def _uri(value: str) -> str:
-    """An ``amqp://`` or ``amqps://`` URI; only its shape is checked here (the client parses
-    it)."""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise Refused() from None
-    if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
-        raise Refused()
-    return value
+def url_parser(accepted: str, schemes: tuple[str, ...]) -> Parser[str]:
+    """A URL of one of ``schemes`` with a host; only its shape is checked here (the clients
+    parse it). Its password is redacted wherever the option is shown."""
+
+    def read(value: str) -> str:
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError:
+            raise Refused() from None
+        if parts.scheme not in schemes or not parts.hostname:
+            raise Refused()
+        return value
+
+    return Parser(accepted, read, redact=True)
 
 
-URI = Parser(URI_ACCEPTED, _uri, redact=True)
-
-
-def _http_url(value: str) -> str:
-    """An ``http://`` or ``https://`` URL with a host."""
-    try:
-        parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise Refused() from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise Refused()
-    return value
-
-
-HTTP_URL = Parser("an http:// or https:// URL such as 'http://host:15672'", _http_url, redact=True)
+URI = url_parser(URI_ACCEPTED, ("amqp", "amqps"))
+HTTP_URL = url_parser("an http:// or https:// URL such as 'http://host:15672'", ("http", "https"))
+STREAM_URI = url_parser("rabbitmq-stream://user:password@host:port/vhost", ("rabbitmq-stream",))
 
 SECRET = Parser("a non-empty string (never shown)", _non_empty)
 

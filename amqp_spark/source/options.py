@@ -19,6 +19,7 @@ from amqp_spark.options import (
     BOOLEAN,
     HTTP_URL,
     NAMES,
+    STREAM_URI,
     STRING,
     URI,
     URI_ACCEPTED,
@@ -114,20 +115,6 @@ PREFETCH_MAX = 16 * CONSUMER_PREFETCH_MAX
 
 STREAM_PROTOCOLS = ("auto", "stream", "amqp")
 
-
-def _stream_uri(value: str) -> str:
-    """A ``rabbitmq-stream://`` URI with a host."""
-    try:
-        parts = urlsplit(value.strip())
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise Refused() from None
-    if parts.scheme != "rabbitmq-stream" or not parts.hostname:
-        raise Refused()
-    return value.strip()
-
-
-STREAM_URI = Parser("rabbitmq-stream://user:password@host:port/vhost", _stream_uri, redact=True)
 
 _STREAM_ONLY = Requires(
     "queueType", ("stream",), "classic queues are consumed destructively and have no positions"
