@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from amqp_protocol.amqp10.columns import decode_columns
-from amqp_protocol.stream.chunk import ChunkType, parse_chunk, parse_chunk_header
+from amqp_protocol.stream.chunk import ChunkHeader, ChunkType, parse_chunk, parse_chunk_header
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType
 from amqp_spark.client.stream import StreamClient, StreamEndpoint
 from amqp_spark.source.arrow import columns_to_record_batch
@@ -105,21 +105,25 @@ class ProtocolPositions:
         tracking chunk (a ``StoreOffset``; RabbitMQ 4.0.5 writes one after the messages and
         never delivers it, measured), and a range ending past the newest message would wait
         for a chunk that never comes."""
-        client.subscribe(_SUBSCRIPTION, queue, OffsetSpecification(OffsetType.LAST), 1)
-        try:
-            delivery = client.next_delivery(self._options.poll_timeout)
-        finally:
-            client.unsubscribe(_SUBSCRIPTION)
-        return None if delivery is None else parse_chunk_header(delivery.chunk).next_offset
+        header = self._first_chunk(client, queue, OffsetSpecification(OffsetType.LAST))
+        return None if header is None else header.next_offset
 
     def _first_of(self, client: StreamClient, queue: str, spec: OffsetSpecification) -> int | None:
         """The first offset a subscription at ``spec`` gets (None: nothing came)."""
+        header = self._first_chunk(client, queue, spec)
+        return None if header is None else header.first_offset
+
+    def _first_chunk(
+        self, client: StreamClient, queue: str, spec: OffsetSpecification
+    ) -> ChunkHeader | None:
+        """The header of the first chunk a one-chunk subscription at ``spec`` gets (None:
+        nothing came within ``pollTimeoutMs``)."""
         client.subscribe(_SUBSCRIPTION, queue, spec, 1)
         try:
             delivery = client.next_delivery(self._options.poll_timeout)
         finally:
             client.unsubscribe(_SUBSCRIPTION)
-        return None if delivery is None else parse_chunk_header(delivery.chunk).first_offset
+        return None if delivery is None else parse_chunk_header(delivery.chunk)
 
     def ends(self, force: bool = False) -> dict[str, int]:
         """Per queue, the next offset to be written."""
