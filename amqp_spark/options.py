@@ -301,6 +301,34 @@ HTTP_URL = Parser("an http:// or https:// URL such as 'http://host:15672'", _htt
 SECRET = Parser("a non-empty string (never shown)", _non_empty)
 
 
+def _stream_uri(value: str) -> str:
+    """A ``rabbitmq-stream://`` URI with a host."""
+    try:
+        parts = urlsplit(value.strip())
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise Refused() from None
+    if parts.scheme != "rabbitmq-stream" or not parts.hostname:
+        raise Refused()
+    return value.strip()
+
+
+STREAM_URI = Parser("rabbitmq-stream://user:password@host:port/vhost", _stream_uri, redact=True)
+
+
+def stream_uri_option(requires: Requires | None = None) -> Any:
+    """The option ``streamUri``: where RabbitMQ's stream protocol is served. Unset, the
+    connections go to ``amqp_spark.client.stream.default_stream_uri`` of ``uri``."""
+    return option(
+        "streamUri",
+        STREAM_URI,
+        default_doc="`uri`'s host, credentials and vhost, port 5552",
+        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
+        "is served",
+        requires=requires,
+    )
+
+
 def username_option(side: str) -> Any:
     """The option ``username`` (a field named ``username``, see ``credentials``)."""
     return option(

@@ -20,8 +20,22 @@ from amqp_spark.datasource import register
 from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.reader_choice import micro_batch_reader
+from testbed.rabbitmq import stream_uri_of
 from tests.spark.recording_proxy import RecordingProxy
 from tests.support import fixtures
+
+
+@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
+def stream_urls(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """(AMQP URL, stream-protocol URI) of one broker serving both."""
+    if request.param == "bundled":
+        from broker import Broker
+
+        with Broker() as b:
+            yield b.url, b.stream_url
+    else:
+        url = fixtures.broker_url_of(request)
+        yield url, stream_uri_of(url)
 
 
 @dataclass

@@ -33,6 +33,7 @@ from amqp_protocol.stream.connection import (
 from amqp_protocol.stream.errors import StreamProtocolError
 from amqp_protocol.stream.values import OffsetSpecification
 from amqp_spark.client.exceptions import ClientError, ClientTimeout
+from amqp_spark.client.parameters import parse_url_hosts
 from amqp_spark.options import redact_uri
 
 C = TypeVar("C", bound=Command)
@@ -88,6 +89,16 @@ class StreamEndpoint:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+def default_stream_uri(uri: str) -> str:
+    """The stream protocol's URI of the AMQP URI ``uri`` (what ``streamUri`` defaults to):
+    its first host on the stream protocol's port, with its credentials and vhost."""
+    params = parse_url_hosts(uri)[0]
+    quote = urllib.parse.quote
+    user, password = quote(params.username, safe=""), quote(params.password, safe="")
+    vhost = quote(params.virtual_host, safe="")
+    return f"rabbitmq-stream://{user}:{password}@{params.host}:{DEFAULT_STREAM_PORT}/{vhost}"
 
 
 class StreamClient:

@@ -1,0 +1,73 @@
+"""The sink's ``stream`` option: rows written into a stream queue over RabbitMQ's stream
+protocol, exactly once, on the bundled broker and on RabbitMQ 4. What the stream holds is
+read back with rstream (an independent client) and counted per message id."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter
+
+from amqp_spark.client import connect
+from tests.spark.stream_dedup_client import message_ids_in_stream
+
+pytestmark = [pytest.mark.spark]
+
+ROWS = 3000
+
+
+def new_stream(url: str) -> str:
+    name = f"sink-sp-{uuid.uuid4().hex[:8]}"
+    with connect(url) as conn, conn.channel() as ch:
+        ch.queue_declare(name, durable=True, arguments={"x-queue-type": "stream"})
+    return name
+
+
+def stream_writer(
+    spark: SparkSession, tmp_path: Path, url: str, stream_uri: str, stream: str
+) -> DataStreamWriter:
+    """An AvailableNow query writing ``ROWS`` rows of one JSON file (one partition) into
+    ``stream`` over the stream protocol."""
+    source = tmp_path / "in"
+    source.mkdir()
+    (source / "a.json").write_text("".join(json.dumps({"n": i}) + "\n" for i in range(ROWS)))
+    rows = spark.readStream.schema("n long").json(str(source))
+    return (
+        rows.select(F.format_string("row-%d", "n").alias("body"))
+        .writeStream.format("amqp")
+        .option("uri", url)
+        .option("stream", stream)
+        .option("streamUri", stream_uri)
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+    )
+
+
+@pytest.mark.versions
+def test_a_batch_replayed_after_a_restart_before_its_commit_adds_no_row_twice(
+    stream_urls: tuple[str, str], amqp_spark: SparkSession, tmp_path: Path
+) -> None:
+    url, stream_uri = stream_urls
+    stream = new_stream(url)
+    writer = stream_writer(amqp_spark, tmp_path, url, stream_uri, stream)
+    first = writer.start()
+    assert first.awaitTermination(180)
+    assert first.exception() is None
+    # As if the query had stopped after the write and before Spark logged the commit.
+    for written in ("0", ".0.crc"):  # the commit and its checksum
+        (tmp_path / "ck" / "commits" / written).unlink()
+
+    again = writer.start()
+    assert again.awaitTermination(180)
+    assert again.exception() is None
+
+    assert again.id == first.id
+    replayed = [p for p in again.recentProgress if p["batchId"] == 0]
+    assert [p["numInputRows"] for p in replayed] == [ROWS]  # batch 0 was written again
+    counts = message_ids_in_stream(stream_uri, stream)
+    assert counts == {f"{first.id}:0:0:{i}": 1 for i in range(ROWS)}
