@@ -1,9 +1,12 @@
 """The sink's ``stream`` option: rows written into a stream queue over RabbitMQ's stream
-protocol, exactly once, on the bundled broker and on RabbitMQ 4. What the stream holds is
-read back with rstream (an independent client) and counted per message id."""
+protocol, exactly once, on the bundled broker and on RabbitMQ 4, when Spark writes a batch
+again: a query restarted after the write and before the commit, a task retried after it
+failed near its end. What the stream holds is read back with rstream (an independent
+client) and counted per message id."""
 
 from __future__ import annotations
 
+import collections
 import json
 import uuid
 from pathlib import Path
@@ -13,8 +16,10 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
+from amqp_protocol.amqp10 import to_amqp091
 from amqp_spark.client import connect
-from tests.spark.stream_dedup_client import message_ids_in_stream
+from tests.spark import retried_task_job
+from tests.spark.stream_dedup_client import message_ids_in_stream, stored_messages
 
 pytestmark = [pytest.mark.spark]
 
@@ -71,3 +76,21 @@ def test_a_batch_replayed_after_a_restart_before_its_commit_adds_no_row_twice(
     assert [p["numInputRows"] for p in replayed] == [ROWS]  # batch 0 was written again
     counts = message_ids_in_stream(stream_uri, stream)
     assert counts == {f"{first.id}:0:0:{i}": 1 for i in range(ROWS)}
+
+
+def test_a_task_that_fails_once_near_its_end_and_is_retried_stores_every_row_once(
+    stream_urls: tuple[str, str], tmp_path: Path
+) -> None:
+    url, stream_uri = stream_urls
+    stream = new_stream(url)
+    fail_at = ROWS - 50
+    query = retried_task_job.run(url, stream_uri, stream, ROWS, fail_at, tmp_path)
+
+    stored = [to_amqp091(m, stream) for m in stored_messages(stream_uri, stream)]
+    counts = collections.Counter(m.properties["message_id"] for m in stored)
+    assert counts == {f"{query}:0:0:{i}": 1 for i in range(ROWS)}
+    # The first attempt stored a part of the rows, the retry only the rest.
+    attempts = [m.body.decode().split(":")[1] for m in stored]
+    first = attempts.count("attempt-0")
+    assert 0 < first < fail_at
+    assert attempts == ["attempt-0"] * first + ["attempt-1"] * (ROWS - first)
