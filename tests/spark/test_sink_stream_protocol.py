@@ -18,8 +18,10 @@ from pyspark.sql.streaming import DataStreamWriter
 
 from amqp_protocol.amqp10 import to_amqp091
 from amqp_spark.client import connect
+from amqp_spark.sink.super_stream import hash_partition
 from tests.spark import retried_task_job
 from tests.spark.stream_dedup_client import message_ids_in_stream, stored_messages
+from tests.support.super_streams import declare_over_amqp
 
 pytestmark = [pytest.mark.spark]
 
@@ -76,6 +78,30 @@ def test_a_batch_replayed_after_a_restart_before_its_commit_adds_no_row_twice(
     assert [p["numInputRows"] for p in replayed] == [ROWS]  # batch 0 was written again
     counts = message_ids_in_stream(stream_uri, stream)
     assert counts == {f"{first.id}:0:0:{i}": 1 for i in range(ROWS)}
+
+
+def test_a_super_stream_over_the_stream_protocol_gets_each_row_in_its_keys_partition(
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
+) -> None:
+    url, stream_uri = stream_urls
+    name = f"sink-ss-{uuid.uuid4().hex[:8]}"
+    with connect(url) as conn, conn.channel() as ch:
+        partitions = declare_over_amqp(ch, name, ["0", "1", "2"])
+    rows = amqp_spark.range(300).select(
+        F.format_string("row-%d", "id").alias("body"),
+        F.format_string("key-%d", F.col("id") % 10).alias("routing_key"),
+    )
+    rows.repartition(2).write.format("amqp").option("uri", url).option("superStream", name).option(
+        "streamProtocol", "stream"
+    ).option("streamUri", stream_uri).mode("append").save()
+
+    expected: dict[str, set[bytes]] = {p: set() for p in partitions}
+    for i in range(300):
+        expected[partitions[hash_partition(f"key-{i % 10}", 3)]].add(f"row-{i}".encode())
+    for partition in partitions:
+        stored = stored_messages(stream_uri, partition)
+        assert len(stored) == len(set(stored))
+        assert {to_amqp091(m, partition).body for m in stored} == expected[partition]
 
 
 def test_a_task_that_fails_once_near_its_end_and_is_retried_stores_every_row_once(
