@@ -292,6 +292,19 @@ STREAM_URI = url_parser("rabbitmq-stream://user:password@host:port/vhost", ("rab
 SECRET = Parser("a non-empty string (never shown)", _non_empty)
 
 
+def stream_uri_option(requires: Requires | None = None) -> Any:
+    """The option ``streamUri``: where RabbitMQ's stream protocol is served. Unset, the
+    connections go to ``amqp_spark.client.stream.default_stream_uri`` of ``uri``."""
+    return option(
+        "streamUri",
+        STREAM_URI,
+        default_doc="`uri`'s host, credentials and vhost, port 5552",
+        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
+        "is served",
+        requires=requires,
+    )
+
+
 def username_option(side: str) -> Any:
     """The option ``username`` (a field named ``username``, see ``credentials``)."""
     return option(

@@ -16,8 +16,11 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def local_session(app_name: str, scratch: Path | None = None, cores: int = 2) -> SparkSession:
-    """``local[cores]`` on 127.0.0.1, UI off, UTC; Spark's files under ``scratch`` if given."""
+def local_session(
+    app_name: str, scratch: Path | None = None, cores: int = 2, task_attempts: int = 1
+) -> SparkSession:
+    """``local[cores]`` on 127.0.0.1, UI off, UTC; Spark's files under ``scratch`` if given.
+    A failed task fails its job unless ``task_attempts`` > 1 (``local[cores,attempts]``)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -25,7 +28,7 @@ def local_session(app_name: str, scratch: Path | None = None, cores: int = 2) ->
     from pyspark.sql import SparkSession
 
     builder = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(f"local[{cores},{task_attempts}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

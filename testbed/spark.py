@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def local_session(scratch: Path) -> SparkSession:
-    """A local[2] session on loopback with its files under ``scratch``."""
-    return _local_session("amqp-spark-tests", scratch)
+def local_session(scratch: Path, task_attempts: int = 1) -> SparkSession:
+    """A local[2] session on loopback with its files under ``scratch``; a task is tried
+    ``task_attempts`` times before its job fails."""
+    return _local_session("amqp-spark-tests", scratch, task_attempts=task_attempts)

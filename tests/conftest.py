@@ -49,6 +49,19 @@ def broker_url(request: pytest.FixtureRequest) -> str:
     return fixtures.broker_url_of(request)
 
 
+@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
+def stream_urls(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """(AMQP URL, stream-protocol URI) of one broker serving both."""
+    if request.param == "bundled":
+        from broker import Broker
+
+        with Broker() as b:
+            yield b.url, b.stream_url
+    else:
+        url = fixtures.broker_url_of(request)
+        yield url, stream_uri_of(url)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """One local[2] SparkSession for the whole run."""

@@ -21,9 +21,15 @@ from amqp_spark.options import (
     option,
     parse_options,
     password_option,
+    raw_value,
+    redact_uri,
+    stream_uri_option,
     username_option,
     with_addresses,
 )
+
+#: How ``superStream`` is written: ``streamProtocol``'s values.
+STREAM_PROTOCOLS = ("amqp", "stream")
 
 #: AMQP delivery-mode values by the names the ``deliveryMode`` option accepts.
 DELIVERY_MODES = {"transient": 1, "persistent": 2, "1": 1, "2": 2}
@@ -161,6 +167,41 @@ class SinkSettings:
         "`0`, `1`, ...",
     )
 
+    stream: str | None = option(
+        "stream",
+        STRING,
+        default_doc="none",
+        doc="write every row to this stream queue over RabbitMQ's stream protocol "
+        "(`streamUri`), exactly once (see the guarantee)",
+        details="the name of a stream queue: every row is published to it over RabbitMQ's "
+        "stream protocol (`streamUri`), with publisher deduplication, so that a retried task, "
+        "a retried batch or a restarted query stores no row twice (see the guarantee below). "
+        "`exchange`, `routingKey`, `superStream`, `mandatory` and `addresses` do not apply; "
+        "`confirm` must stay `true`",
+    )
+    stream_protocol: str = option(
+        "streamProtocol",
+        one_of(STREAM_PROTOCOLS),
+        default="amqp",
+        doc="with `superStream`: `stream` writes its partitions over the stream protocol, "
+        "exactly once as `stream` does; `amqp` over AMQP 0-9-1",
+        requires=Requires("superStream"),
+    )
+    stream_uri: str | None = stream_uri_option()
+
+    @property
+    def over_stream_protocol(self) -> bool:
+        """Whether rows go over RabbitMQ's stream protocol (``stream``, or ``superStream``
+        with ``streamProtocol`` 'stream')."""
+        return self.stream is not None or self.stream_protocol == "stream"
+
+    @property
+    def stream_uri_for_connections(self) -> str:
+        """``streamUri`` (with ``username`` and ``password``), else ``uri``'s."""
+        from amqp_spark.client.stream import default_stream_uri
+
+        return self.stream_uri or default_stream_uri(self.uri)
+
     @classmethod
     def parse(cls, raw: Mapping[str, str]) -> SinkSettings:
         values, _ = parse_options(raw, declared_options(cls), side="sink")
@@ -175,4 +216,29 @@ class SinkSettings:
                     "set one of the two",
                 )
             values["exchange"] = values["super_stream"]
-        return cls(**values)
+        parsed = cls(**values)
+        parsed.check_stream_protocol(raw)
+        return parsed
+
+    def check_stream_protocol(self, raw: Mapping[str, str]) -> None:
+        """What the stream-protocol writer cannot honour fails at start."""
+        if self.stream is not None:
+            clash = "superStream" if self.super_stream is not None else "exchange"
+            given = raw_value(raw, clash)
+            if given is not None:
+                raise OptionError(clash, given, f"no '{clash}' with 'stream'", "set one of the two")
+        if not self.over_stream_protocol:
+            if self.stream_uri is not None:
+                raise OptionError(
+                    "streamUri",
+                    redact_uri(self.stream_uri),
+                    "only with 'stream', or 'superStream' with streamProtocol 'stream'",
+                )
+            return
+        if not self.confirm:
+            raise OptionError(
+                "confirm",
+                raw_value(raw, "confirm"),
+                "true with 'stream' or streamProtocol 'stream'",
+                "the stream writer counts on confirms for exactly once",
+            )

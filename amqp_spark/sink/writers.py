@@ -31,6 +31,7 @@ from .columns import ColumnPlan, plan_columns
 from .messages import MessageIds, to_messages
 from .publisher import PartitionPublisher
 from .settings import SinkSettings
+from .stream_writer import publish_to_streams
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,9 @@ class _Publishing:
         partition = context.partitionId() if context is not None else 0
         ids = MessageIds(query, batch_id, partition)
         where = f"partition {partition} of batch {batch_id} of {query}"
+        if self.settings.over_stream_protocol:
+            written = publish_to_streams(batches, self.plan, self.settings, ids, where)
+            return PublishedPartition(partition, written)
         publisher = PartitionPublisher(self.settings, where)
         row = 0
         for batch in batches:
@@ -117,7 +121,8 @@ class AMQPStreamWriter(_Publishing, StreamWriterBase):
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         log.warning(
             "amqp sink: batch %d aborted after %d confirmed message(s); it will be retried "
-            "and its messages published again under the same message ids",
+            "and its messages published again under the same ids (which a stream written "
+            "over the stream protocol drops)",
             batchId,
             _total(messages),
         )

@@ -12,14 +12,13 @@ import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from amqp_spark.options import (
     ADDRESSES,
     BOOLEAN,
     HTTP_URL,
     NAMES,
-    STREAM_URI,
     STRING,
     URI,
     URI_ACCEPTED,
@@ -34,6 +33,7 @@ from amqp_spark.options import (
     parse_options,
     password_option,
     raw_value,
+    stream_uri_option,
     username_option,
     with_addresses,
 )
@@ -406,14 +406,7 @@ class SourceOptions:
         "0-9-1; one log line says which and why)",
         requires=_STREAM_ONLY,
     )
-    stream_uri: str | None = option(
-        "streamUri",
-        STREAM_URI,
-        default_doc="`uri`'s host and vhost, port 5552",
-        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
-        "is served",
-        requires=_STREAM_ONLY,
-    )
+    stream_uri: str | None = stream_uri_option(requires=_STREAM_ONLY)
     given: frozenset[str] = frozenset()  #: documented names of the options the user set
 
     @property
@@ -429,17 +422,11 @@ class SourceOptions:
 
     @property
     def stream_uri_for_connections(self) -> str:
-        """``streamUri`` (with ``username`` and ``password``), else the first host of ``uri``
-        on the stream protocol's port, with its credentials and vhost."""
-        if self.stream_uri is not None:
-            return self.stream_uri
-        from amqp_spark.client.parameters import parse_url_hosts
-        from amqp_spark.client.stream import DEFAULT_STREAM_PORT
+        """``streamUri`` (with ``username`` and ``password``), else ``uri``'s (see
+        ``default_stream_uri``)."""
+        from amqp_spark.client.stream import default_stream_uri
 
-        params = parse_url_hosts(self.uri)[0]
-        user, password = quote(params.username, safe=""), quote(params.password, safe="")
-        vhost = quote(params.virtual_host, safe="")
-        return f"rabbitmq-stream://{user}:{password}@{params.host}:{DEFAULT_STREAM_PORT}/{vhost}"
+        return self.stream_uri or default_stream_uri(self.uri)
 
     @property
     def poll_timeout(self) -> float:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import socket
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from chispa import assert_df_equality
@@ -21,10 +20,8 @@ from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamProtocolMicroBatchReader,
     StreamQueueMicroBatchReader,
 )
-from testbed.rabbitmq import stream_uri_of
 from tests.spark.test_source_round_trip import HEADERS, PROPERTIES
 from tests.spark.test_source_stream_columns import read_by_a_streaming_query
-from tests.support import fixtures
 from tests.support.super_streams import declare_over_amqp
 
 pytestmark = [pytest.mark.spark]
@@ -33,19 +30,6 @@ MESSAGES = 2_500
 #: Header types a stream keeps on both brokers (RabbitMQ drops nested tables and arrays and
 #: refuses decimals: tests/spark/test_source_stream_columns.py).
 STREAM_HEADERS = {n: v for n, (v, _) in HEADERS.items() if n not in ("decimal", "table", "array")}
-
-
-@pytest.fixture(params=fixtures.broker_params("bundled", "rabbitmq"))
-def urls(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """(AMQP URL, stream-protocol URI) of one broker serving both."""
-    if request.param == "bundled":
-        from broker import Broker
-
-        with Broker() as b:
-            yield b.url, b.stream_url
-    else:
-        url = fixtures.broker_url_of(request)
-        yield url, stream_uri_of(url)
 
 
 def publish_stream(url: str, count: int) -> str:
@@ -63,9 +47,9 @@ def publish_stream(url: str, count: int) -> str:
 
 @pytest.mark.versions
 def test_rows_over_the_stream_protocol_equal_rows_over_amqp_0_9_1(
-    urls: tuple[str, str], amqp_spark: SparkSession
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
 ) -> None:
-    url, stream_uri = urls
+    url, stream_uri = stream_urls
     queue = publish_stream(url, MESSAGES)
     options = {
         "uri": url,
@@ -89,9 +73,9 @@ def test_rows_over_the_stream_protocol_equal_rows_over_amqp_0_9_1(
 
 
 def test_auto_reads_over_the_stream_protocol_where_it_answers(
-    urls: tuple[str, str], caplog: pytest.LogCaptureFixture
+    stream_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    url, stream_uri = urls
+    url, stream_uri = stream_urls
     given = {"uri": url, "queue": "q", "queueType": "stream", "streamUri": stream_uri}
     with caplog.at_level(logging.INFO, logger="amqp_spark.source"):
         reader = micro_batch_reader(SourceOptions.parse(given))
@@ -101,9 +85,9 @@ def test_auto_reads_over_the_stream_protocol_where_it_answers(
 
 
 def test_auto_falls_back_to_amqp_0_9_1_when_no_stream_port_answers(
-    urls: tuple[str, str], caplog: pytest.LogCaptureFixture
+    stream_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    url, _ = urls
+    url, _ = stream_urls
     with socket.socket() as unused:  # a port nothing listens on
         unused.bind(("127.0.0.1", 0))
         port = unused.getsockname()[1]
@@ -116,9 +100,9 @@ def test_auto_falls_back_to_amqp_0_9_1_when_no_stream_port_answers(
 
 
 def test_a_super_stream_reads_the_same_over_both_protocols(
-    urls: tuple[str, str], amqp_spark: SparkSession
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
 ) -> None:
-    url, stream_uri = urls
+    url, stream_uri = stream_urls
     name = f"ssp-{uuid.uuid4().hex[:8]}"
     with connect(url) as conn, conn.channel() as ch:
         partitions = declare_over_amqp(ch, name, ["0", "1", "2"])

@@ -45,9 +45,9 @@ def stream_with_a_stored_offset_last(url: str, stream_uri: str) -> str:
 
 
 def test_a_stream_whose_newest_chunk_tracks_an_offset_ends_at_its_newest_message(
-    urls: tuple[str, str],
+    stream_urls: tuple[str, str],
 ) -> None:
-    url, stream_uri = urls
+    url, stream_uri = stream_urls
     queue = stream_with_a_stored_offset_last(url, stream_uri)
     options = SourceOptions.parse(
         {

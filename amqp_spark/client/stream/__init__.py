@@ -5,6 +5,13 @@ from amqp_spark.client.stream.connection import (
     StreamClient,
     StreamEndpoint,
     StreamError,
+    default_stream_uri,
 )
 
-__all__ = ["DEFAULT_STREAM_PORT", "StreamClient", "StreamEndpoint", "StreamError"]
+__all__ = [
+    "DEFAULT_STREAM_PORT",
+    "StreamClient",
+    "StreamEndpoint",
+    "StreamError",
+    "default_stream_uri",
+]

@@ -1,10 +1,14 @@
 """A blocking client of RabbitMQ's stream protocol, on the sans-IO ``amqp_protocol.stream``.
 
 One socket, one thread: a request is sent and the socket is read until the response with
-its correlation id arrives; what arrives meanwhile (deliveries, metadata updates) is kept in
-order for :meth:`StreamClient.next_delivery`. Heartbeats are answered as they come and sent
-when due while the client waits. The executors' range readers and the driver's view of where
-streams end use it; both keep one request in flight at a time, so no reader thread is needed.
+its correlation id arrives; what arrives meanwhile unasked (chunks delivered to a
+subscription, publishers' confirms and errors) is kept in order for
+:meth:`StreamClient.next_delivery` and :meth:`StreamClient.next_publish_answer`. Heartbeats
+are answered as they come and sent when due while the client waits. The executors' range
+readers, the driver's view of where streams end and the sink's publisher
+(``amqp_spark.client.stream.publisher``, which sends Publish frames with :meth:`send` and
+takes the answers as they come) use it; each keeps one request in flight at a time, so no
+reader thread is needed.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from amqp_protocol.stream.connection import (
 from amqp_protocol.stream.errors import StreamProtocolError
 from amqp_protocol.stream.values import OffsetSpecification
 from amqp_spark.client.exceptions import ClientError, ClientTimeout
+from amqp_spark.client.parameters import parse_url_hosts
 from amqp_spark.options import redact_uri
 
 C = TypeVar("C", bound=Command)
@@ -37,6 +42,8 @@ E = TypeVar("E", bound="StreamEndpoint")
 #: The stream protocol's port on RabbitMQ and on the bundled broker.
 DEFAULT_STREAM_PORT = 5552
 _READ_BYTES = 1 << 20
+#: What the broker sends unasked that waits, in order, until it is taken.
+_KEPT = (c.Deliver, c.DeliverV2, c.PublishConfirm, c.PublishError)
 
 
 class StreamError(ClientError):
@@ -85,6 +92,16 @@ class StreamEndpoint:
         return f"{self.host}:{self.port}"
 
 
+def default_stream_uri(uri: str) -> str:
+    """The stream protocol's URI of the AMQP URI ``uri`` (what ``streamUri`` defaults to):
+    its first host on the stream protocol's port, with its credentials and vhost."""
+    params = parse_url_hosts(uri)[0]
+    quote = urllib.parse.quote
+    user, password = quote(params.username, safe=""), quote(params.password, safe="")
+    vhost = quote(params.virtual_host, safe="")
+    return f"rabbitmq-stream://{user}:{password}@{params.host}:{DEFAULT_STREAM_PORT}/{vhost}"
+
+
 class StreamClient:
     """An open stream-protocol connection (see the module's docstring)."""
 
@@ -111,31 +128,31 @@ class StreamClient:
 
     def _open(self) -> None:
         ids = self._conn.next_correlation_id
-        peer = self._request(
+        peer = self.request(
             c.PeerProperties(ids(), {"product": "amqp-spark", "connection_name": "amqp-spark"}),
             c.PeerPropertiesResponse,
             "peer properties",
         )
         self.server_properties = dict(peer.properties)
-        self._request(c.SaslHandshake(ids()), c.SaslHandshakeResponse, "sasl handshake")
+        self.request(c.SaslHandshake(ids()), c.SaslHandshakeResponse, "sasl handshake")
         plain = f"\0{self.endpoint.username}\0{self.endpoint.password}".encode()
-        self._request(
+        self.request(
             c.SaslAuthenticate(ids(), "PLAIN", plain),
             c.SaslAuthenticateResponse,
             f"authenticating as {self.endpoint.username!r}",
         )
         tune = self._expect(c.Tune)
-        self._send(
+        self.send(
             c.Tune(
                 negotiate(tune.frame_max, DEFAULT_FRAME_MAX),
                 negotiate(tune.heartbeat, DEFAULT_HEARTBEAT),
             )
         )
-        self._request(
+        self.request(
             c.Open(ids(), self.endpoint.vhost), c.OpenResponse, f"vhost {self.endpoint.vhost!r}"
         )
         # Deliver v2 carries the committed chunk id; a broker without it keeps v1.
-        self._request(
+        self.request(
             c.ExchangeCommandVersions(ids(), [c.CommandVersion(c.DeliverV2.KEY, 1, 2)]),
             c.ExchangeCommandVersionsResponse,
             "command versions",
@@ -145,7 +162,7 @@ class StreamClient:
 
     def stream_stats(self, stream: str) -> dict[str, int]:
         """``first_chunk_id`` and ``committed_chunk_id`` of ``stream`` (-1: no chunk)."""
-        answer = self._request(
+        answer = self.request(
             c.StreamStats(self._conn.next_correlation_id(), stream),
             c.StreamStatsResponse,
             f"stream stats of {stream!r}",
@@ -155,7 +172,7 @@ class StreamClient:
     def subscribe(
         self, subscription_id: int, stream: str, offset: OffsetSpecification, credit: int
     ) -> None:
-        self._request(
+        self.request(
             c.Subscribe(
                 self._conn.next_correlation_id(), subscription_id, stream, offset, credit, {}
             ),
@@ -164,7 +181,7 @@ class StreamClient:
         )
 
     def unsubscribe(self, subscription_id: int) -> None:
-        self._request(
+        self.request(
             c.Unsubscribe(self._conn.next_correlation_id(), subscription_id),
             c.UnsubscribeResponse,
             "unsubscribing",
@@ -177,24 +194,30 @@ class StreamClient:
         )
 
     def credit(self, subscription_id: int, chunks: int) -> None:
-        self._send(c.Credit(subscription_id, chunks))
+        self.send(c.Credit(subscription_id, chunks))
 
     def next_delivery(self, timeout: float) -> c.Deliver | c.DeliverV2 | None:
         """The next chunk delivered to a subscription, or None after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            while self._arrived:
-                cmd = self._arrived.popleft()
-                if isinstance(cmd, c.Deliver | c.DeliverV2):
-                    return cmd
-                self._unsolicited(cmd)
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._read(left):
-                return None
+        cmd = self._take((c.Deliver, c.DeliverV2), timeout)
+        return cmd if isinstance(cmd, c.Deliver | c.DeliverV2) else None
+
+    def next_publish_answer(self, timeout: float) -> c.PublishConfirm | c.PublishError | None:
+        """The next confirm or error of a publisher, or None after ``timeout`` seconds."""
+        cmd = self._take((c.PublishConfirm, c.PublishError), timeout)
+        return cmd if isinstance(cmd, c.PublishConfirm | c.PublishError) else None
+
+    @property
+    def frame_max(self) -> int:
+        """The largest frame the broker accepts (tuned at the handshake)."""
+        return self._conn.frame_max
+
+    def next_correlation_id(self) -> int:
+        """A correlation id for a request (:meth:`request`) of the caller's own."""
+        return self._conn.next_correlation_id()
 
     def close(self) -> None:
         try:
-            self._request(
+            self.request(
                 c.Close(self._conn.next_correlation_id(), ResponseCode.OK, "done"),
                 c.CloseResponse,
                 "closing",
@@ -213,16 +236,19 @@ class StreamClient:
 
     # -- the wire ------------------------------------------------------------------------
 
-    def _send(self, command: Command) -> None:
+    def send(self, command: Command) -> None:
+        """Write ``command``'s frame without waiting for anything."""
         try:
             self._sock.sendall(self._conn.send(command))
         except OSError as exc:
             raise self._lost(exc) from None
 
-    def _request(
+    def request(
         self, command: Command, kind: type[C], what: str, *, timeout: float | None = None
     ) -> C:
-        self._send(command)
+        """Send ``command`` and return the broker's answer of ``kind``; raises
+        ``StreamError`` naming ``what`` when its response code is not OK."""
+        self.send(command)
         answer = self._expect(kind, timeout=timeout)
         code = getattr(answer, "response_code", ResponseCode.OK)
         if code != ResponseCode.OK:
@@ -230,25 +256,35 @@ class StreamClient:
         return answer
 
     def _expect(self, kind: type[C], *, timeout: float | None = None) -> C:
-        """The next command of ``kind``; deliveries that come first are kept for later."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        """The next command of ``kind``; what else arrives meanwhile is kept or handled."""
+        wait = self.timeout if timeout is None else timeout
+        answer = self._take((kind,), wait)
+        if answer is None:
+            raise ClientTimeout(
+                f"stream protocol at {self.endpoint.address}: no {kind.NAME} within {wait:.0f} s"
+            )
+        return answer
+
+    def _take(self, kinds: tuple[type[C], ...], timeout: float) -> C | None:
+        """The first command of ``kinds`` to arrive, or None after ``timeout`` seconds.
+        What arrives before it is kept in order when it is of ``_KEPT`` (for whoever takes
+        it later), else handled (``_unsolicited``)."""
+        deadline = time.monotonic() + timeout
         kept: list[Command] = []
         try:
             while True:
                 while self._arrived:
                     cmd = self._arrived.popleft()
-                    if isinstance(cmd, kind):
+                    if isinstance(cmd, kinds):
                         return cmd
-                    if isinstance(cmd, c.Deliver | c.DeliverV2):
+                    if isinstance(cmd, _KEPT):
                         kept.append(cmd)
                     else:
                         self._unsolicited(cmd)
                 left = deadline - time.monotonic()
-                if left <= 0 or not self._read(left):
-                    raise ClientTimeout(
-                        f"stream protocol at {self.endpoint.address}: no {kind.NAME} "
-                        f"within {self.timeout:.0f} s"
-                    )
+                if left <= 0:
+                    return None
+                self._read(left)
         finally:
             self._arrived.extendleft(reversed(kept))
 
@@ -273,16 +309,17 @@ class StreamClient:
             )
         # Heartbeats and anything else the client does not ask for: nothing to do.
 
-    def _read(self, timeout: float) -> bool:
-        """Read once (at most ``timeout`` s); False if nothing came in that time."""
+    def _read(self, timeout: float) -> None:
+        """Read once: what comes within ``timeout`` s (or half a heartbeat interval, so
+        that the client's heartbeats go out while it waits)."""
         if self._conn.heartbeat_due():
-            self._send(c.Heartbeat())
+            self.send(c.Heartbeat())
         heartbeat = self._conn.heartbeat or timeout
         self._sock.settimeout(max(min(timeout, heartbeat / 2), 0.001))
         try:
             data = self._sock.recv(_READ_BYTES)
         except TimeoutError:
-            return False
+            return
         except OSError as exc:
             raise self._lost(exc) from None
         if not data:
@@ -294,7 +331,6 @@ class StreamClient:
             raise StreamConnectionLost(
                 f"stream protocol at {self.endpoint.address}: bad data from the broker: {exc}"
             ) from None
-        return True
 
     def _lost(self, exc: OSError | None) -> StreamConnectionLost:
         self._sock.close()

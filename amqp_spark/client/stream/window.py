@@ -1,36 +1,33 @@
-"""The unconfirmed messages of one stream publisher: flow control, confirms, errors, resending.
+"""The unconfirmed messages of one stream publisher: flow control, confirms, errors.
 
 Over the stream protocol a publisher sends messages under publishing ids and the broker
 answers PublishConfirm (lists of ids) or PublishError (id and response code per message).
 The window keeps every message sent and not yet answered, so that
 
 * the writer sends only while fewer than ``max_in_flight`` are outstanding (``room``),
-* ``finish`` can tell that every message was confirmed, or which were refused and why,
-* after a lost connection the same messages go out again under the same ids on the next
-  node (``unsettled``): the stream drops those it had stored, so a failover adds no
-  duplicate, unlike AMQP 0-9-1 where the resent copies arrive twice.
+* ``finish`` can tell that every message was confirmed, or which were refused and why.
 
 A message the stream drops as a duplicate is confirmed like any other (measured, docs/
 measurements/stream-dedup.md). Confirms of ids not outstanding (answered already, or sent
-on a connection since lost) are ignored. Not thread-safe: one task's thread owns it.
+on a lost connection) are ignored. Not thread-safe: one task's thread owns it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from amqp_protocol.stream.values import PublishedMessage
 
 
 class PublishWindow:
-    """Outstanding messages of one publisher, in the order they were sent."""
+    """Outstanding messages of one publisher."""
 
     def __init__(self, max_in_flight: int) -> None:
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
         self.max_in_flight = max_in_flight
-        #: publishing id -> message, in sending (and id) order.
-        self._pending: dict[int, PublishedMessage] = {}
+        #: publishing ids sent and not answered.
+        self._pending: set[int] = set()
         #: (publishing id, response code) of every message the broker refused.
         self.refused: list[tuple[int, int]] = []
         self.confirmed = 0
@@ -46,21 +43,18 @@ class PublishWindow:
 
     def sent(self, messages: Iterable[PublishedMessage]) -> None:
         """Register messages just written, in increasing publishing id order."""
-        self._pending.update((m.publishing_id, m) for m in messages)
+        self._pending.update(m.publishing_id for m in messages)
 
     def on_confirm(self, publishing_ids: Iterable[int]) -> None:
         """Apply a PublishConfirm."""
         for publishing_id in publishing_ids:
-            if self._pending.pop(publishing_id, None) is not None:
+            if publishing_id in self._pending:
+                self._pending.remove(publishing_id)
                 self.confirmed += 1
 
     def on_error(self, errors: Iterable[tuple[int, int]]) -> None:
         """Apply a PublishError: (publishing id, response code) per refused message."""
         for publishing_id, code in errors:
-            if self._pending.pop(publishing_id, None) is not None:
+            if publishing_id in self._pending:
+                self._pending.remove(publishing_id)
                 self.refused.append((publishing_id, code))
-
-    def unsettled(self) -> Iterator[PublishedMessage]:
-        """The messages sent and not answered, oldest first: what to send again after a
-        lost connection. A snapshot: sending them again (``sent``) while iterating is fine."""
-        return iter(list(self._pending.values()))

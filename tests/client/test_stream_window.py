@@ -1,11 +1,11 @@
-"""The stream publisher's window: flow control, confirms, errors and what a failover resends."""
+"""The stream publisher's window: flow control, confirms and errors."""
 
 from __future__ import annotations
 
 import pytest
 
 from amqp_protocol.stream.values import PublishedMessage
-from amqp_spark.sink.stream_window import PublishWindow
+from amqp_spark.client.stream.window import PublishWindow
 
 
 def messages(first: int, count: int) -> list[PublishedMessage]:
@@ -37,18 +37,6 @@ def test_refused_messages_are_kept_with_their_code_and_leave_the_window() -> Non
     window.on_confirm([1, 4])
     assert window.refused == [(2, 0x02), (3, 0x02)]
     assert (window.outstanding, window.confirmed) == (0, 2)
-
-
-def test_unsettled_messages_are_resent_oldest_first_under_their_ids() -> None:
-    window = PublishWindow(max_in_flight=100)
-    window.sent(messages(10, 6))
-    window.on_confirm([10, 12])
-    again = list(window.unsettled())
-    assert [m.publishing_id for m in again] == [11, 13, 14, 15]
-    window.sent(again)  # sent again on the next node, under the same ids
-    assert window.outstanding == 4
-    window.on_confirm([11, 13, 14, 15])
-    assert (window.outstanding, window.confirmed) == (0, 6)
 
 
 def test_a_window_without_room_is_refused() -> None:
