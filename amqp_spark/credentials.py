@@ -12,7 +12,8 @@ the source cannot change how Spark prints its options (measured: docs/security.m
   ``streamUri`` and any other declared with a redacting parser, every host of ``addresses``
   included), so each connection the source or the sink opens, on the driver or an
   executor, has them;
-* it logs one warning (per process, option and URL) when such a URL holds a password;
+* it logs one warning when such a URL holds a password, where a query's options are first
+  parsed: at ``load()`` for the source, where the writer is made for the sink;
 * messages never show the value of an option whose key names a secret (``names_secret``),
   and show URLs through ``amqp_spark.options.redact_uri``.
 """
@@ -51,23 +52,23 @@ def names_secret(option: str) -> bool:
     return SECRET_KEY.search(option) is not None
 
 
-def into_urls(values: dict[str, Any], urls: Mapping[str, str]) -> None:
+def into_urls(values: dict[str, Any], urls: Mapping[str, str], warn: bool) -> None:
     """Put the options ``username`` and ``password`` of ``values`` (parsed, by field) into
     each ``amqp://`` / ``amqps://`` / ``rabbitmq-stream://`` value of the fields ``urls``
-    names (field: option name), where they replace the URL's own; warn (once per process
-    and option) about a URL that holds a password."""
+    names (field: option name), where they replace the URL's own; with ``warn``, warn about
+    a URL that holds a password."""
     for field, name in urls.items():
         url = values.get(field)
         if not isinstance(url, str):
             continue
-        _warn_if_password_in(name, url)
+        if warn:
+            _warn_if_password_in(name, url)
         if urlsplit(url).scheme.lower() in ("amqp", "amqps", "rabbitmq-stream"):
             values[field] = with_credentials(url, values.get(USERNAME), values.get(PASSWORD))
 
 
 def _warn_if_password_in(option: str, url: str) -> None:
-    """Once per process, option and URL: options are parsed again in every Python worker
-    that plans or runs the query."""
+    """Once per process, option and URL: Spark reuses its Python workers."""
     try:
         parts = urlsplit(url)
         if parts.password is None:

@@ -38,13 +38,13 @@ class AMQPDataSource(DataSource):
         return "amqp"
 
     def schema(self) -> str:
-        self._source_options()
+        self._source_options(warn=True)  # at load(): once per read or stream
         return DDL
 
-    def _source_options(self) -> SourceOptions:
+    def _source_options(self, warn: bool = False) -> SourceOptions:
         from amqp_spark.source.options import SourceOptions
 
-        return SourceOptions.parse(self.options)
+        return SourceOptions.parse(self.options, warn=warn)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from amqp_spark.source.batch import AMQPBatchReader

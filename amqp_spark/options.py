@@ -134,13 +134,15 @@ def declared_options(settings: type) -> dict[str, Option[Any]]:
 
 
 def parse_options(
-    raw: Mapping[str, str], accepted: Mapping[str, Option[Any]], side: str
+    raw: Mapping[str, str], accepted: Mapping[str, Option[Any]], side: str, *, warn: bool = False
 ) -> tuple[dict[str, Any], frozenset[str]]:
     """Parse ``raw`` against ``accepted`` (by field name): the values by field name, and the
     documented names of the options given.
 
     Unknown options are refused (with the closest accepted name as a hint): a typo in
-    ``maxMessagesPerTrigger`` must not silently mean "no limit".
+    ``maxMessagesPerTrigger`` must not silently mean "no limit". ``username`` and
+    ``password`` go into the URL-valued options; ``warn``: a password inside one is warned
+    about (once per query: the options are parsed again in each of Spark's Python workers).
     """
     by_key = {opt.name.lower(): (field, opt) for field, opt in accepted.items()}
     parsed: dict[str, Any] = {}
@@ -163,9 +165,8 @@ def parse_options(
                 raise OptionError(opt.name, None, opt.parser.accepted, "this option is required")
             parsed[field] = opt.default
     _check_requirements(raw, accepted, parsed, given)
-    credentials.into_urls(
-        parsed, {field: opt.name for field, opt in accepted.items() if opt.parser.redact}
-    )
+    urls = {field: opt.name for field, opt in accepted.items() if opt.parser.redact}
+    credentials.into_urls(parsed, urls, warn=warn)
     return parsed, frozenset(given)
 
 

@@ -203,8 +203,9 @@ class SinkSettings:
         return self.stream_uri or default_stream_uri(self.uri)
 
     @classmethod
-    def parse(cls, raw: Mapping[str, str]) -> SinkSettings:
-        values, _ = parse_options(raw, declared_options(cls), side="sink")
+    def parse(cls, raw: Mapping[str, str], *, warn: bool = False) -> SinkSettings:
+        """``warn``: about a password inside ``uri`` (see ``parse_options``)."""
+        values, _ = parse_options(raw, declared_options(cls), side="sink", warn=warn)
         # The URL the client connects with: with ``addresses``, every address is a host.
         values["uri"] = with_addresses(values["uri"], values["addresses"])
         if values["super_stream"] is not None:

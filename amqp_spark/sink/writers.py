@@ -59,7 +59,7 @@ class _Publishing:
     """What both writers do: check at start, publish a partition in ``write()``."""
 
     def __init__(self, options: Mapping[str, str], schema: Any) -> None:
-        self.settings = SinkSettings.parse(options)
+        self.settings = SinkSettings.parse(options, warn=True)  # made once per write
         self.plan: ColumnPlan = plan_columns(schema, self.settings)
 
     def _publish_partition(

@@ -445,10 +445,11 @@ class SourceOptions:
         return min(self.prefetch, CONSUMER_PREFETCH_MAX)
 
     @classmethod
-    def parse(cls, raw: Mapping[str, str]) -> SourceOptions:
+    def parse(cls, raw: Mapping[str, str], *, warn: bool = False) -> SourceOptions:
+        """``warn``: about a password inside ``uri`` (see ``parse_options``)."""
         if raw_value(raw, "superStream") is not None and raw_value(raw, "queueType") is None:
             raw = {**raw, "queueType": "stream"}  # a super stream's partitions are streams
-        values, given = parse_options(raw, declared_options(cls), side="source")
+        values, given = parse_options(raw, declared_options(cls), side="source", warn=warn)
         # The URL the client connects with, carried to every connection the source opens
         # (driver and executors): with ``addresses``, every address is one of its hosts.
         values["uri"] = with_addresses(values["uri"], values["addresses"])

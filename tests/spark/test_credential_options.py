@@ -20,8 +20,8 @@ from amqp_spark.source.options import SourceOptions
 SECRET = "s3cr3t:p@ss/w%rd"
 Parse = Callable[[Mapping[str, str]], Any]
 SIDES = [
-    pytest.param(lambda raw: SourceOptions.parse({"queue": "q", **raw}), id="source"),
-    pytest.param(SinkSettings.parse, id="sink"),
+    pytest.param(lambda raw: SourceOptions.parse({"queue": "q", **raw}, warn=True), id="source"),
+    pytest.param(lambda raw: SinkSettings.parse(raw, warn=True), id="sink"),
 ]
 
 
@@ -94,4 +94,13 @@ def test_credentials_given_as_options_are_not_warned_about(
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="amqp_spark"):
         parse({"uri": f"amqp://h-{uuid.uuid4().hex[:8]}/", "username": "u", "password": SECRET})
+    assert caplog.records == []
+
+
+def test_parses_other_than_a_querys_first_do_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    """Spark's workers parse the options again (reader, stream reader): no more warnings."""
+    uri = f"amqp://alice:pw@h-{uuid.uuid4().hex[:8]}/"
+    with caplog.at_level(logging.WARNING, logger="amqp_spark"):
+        SourceOptions.parse({"uri": uri, "queue": "q"})
+        SinkSettings.parse({"uri": uri})
     assert caplog.records == []
