@@ -8,7 +8,7 @@ from amqp_protocol.amqp10.amqp091 import (
     from_amqp091_message,
     to_amqp091,
 )
-from amqp_protocol.amqp10.columns import decode_columns
+from amqp_protocol.amqp10.columns import StoredColumns
 from amqp_protocol.amqp10.message import Header, Message, Properties, decode_message, encode_message
 from amqp_protocol.amqp10.types import AMQP10DecodeError, decode, encode
 
@@ -19,7 +19,7 @@ __all__ = [
     "Message",
     "Properties",
     "decode",
-    "decode_columns",
+    "StoredColumns",
     "decode_message",
     "encode",
     "encode_message",

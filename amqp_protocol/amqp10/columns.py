@@ -1,20 +1,23 @@
 """Stored stream messages to the source's columns, as a 0-9-1 consumer of RabbitMQ 4 would
-have them: one Python list per column, ready for ``pyarrow.array``.
+have them, without a Python object per message but for its body (``StoredColumns``).
 
 The columns are those of ``amqp_spark.schema`` that a stored message determines (``body``,
 ``exchange``, ``routing_key``, ``offset``, ``timestamp`` in whole seconds, ``headers`` as the
 0-9-1 codec's dicts, ``delivery_mode``, ``priority`` and the string properties); the source
-fills the rest (queue, delivery tag, redelivered) and renders ``headers`` and ``timestamp``
-as it does for 0-9-1 deliveries (``amqp_spark.source.arrow``), so a row read over the
-stream protocol equals the row read over 0-9-1.
+fills the rest (queue, delivery tag, redelivered), renders ``headers`` and ``timestamp`` as
+it does for 0-9-1 deliveries and adds each row's ``x-stream-offset`` header
+(``amqp_spark.source.arrow``), so a row read over the stream protocol equals the row read
+over 0-9-1.
 
 Why it is fast: the messages of a stream mostly share everything before their body (one
 producer's header, annotations and properties). Each record's sections before the body are
 skipped by their encoded lengths, not decoded; the bytes skipped are the key of a cache of
-what they give (every column but the body and the offset), so a message like the one before
-costs a scan, a dict lookup and its body's slice. A message that differs (its own id or
-timestamp) decodes only its sections not seen before. Records of another shape (a body that
-is not one data section) are decoded in full.
+the *kind* of message they make (every column but the body and the offset), and a row is
+its body and the number of its kind: the columns are built from the distinct kinds by
+index, in C (``pyarrow``'s ``take``). A message like the one before costs a comparison of
+its prefix and its body's slice; a message that differs (its own id or timestamp) decodes
+only its sections not seen before. Records of another shape (a body that is not one data
+section) are decoded in full, each a kind of its own.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from typing import Any, NamedTuple
 
 from amqp_protocol.amqp10.amqp091 import (
     PROPERTY_FIELDS,
-    STREAM_OFFSET_HEADER,
     body_091,
     delivery_fields,
 )
@@ -39,10 +41,10 @@ from amqp_protocol.amqp10.message import (
 )
 from amqp_protocol.amqp10.types import Buffer, decode
 
-#: The columns ``decode_columns`` fills, the basic properties in ``PROPERTY_FIELDS``' order.
-COLUMNS: tuple[str, ...] = ("body", "offset", *PROPERTY_FIELDS, "exchange", "routing_key")
-_HEADERS = PROPERTY_FIELDS.index("headers")
-#: How many distinct message prefixes one call remembers.
+#: The columns of a kind of message (``StoredColumns.fields``): the basic properties in
+#: ``PROPERTY_FIELDS``' order, the exchange and the routing key.
+FIELDS: tuple[str, ...] = (*PROPERTY_FIELDS, "exchange", "routing_key")
+#: How many distinct message prefixes one ``StoredColumns`` remembers.
 CACHE_SIZE = 4096
 _u32 = struct.Struct(">I")
 #: Encoded values whose length is in their next byte (list8, map8, array8, vbin8, str8,
@@ -91,6 +93,23 @@ def _scan(record: Buffer) -> _Scan | None:
     return None
 
 
+def _data_at(record: Buffer, position: int) -> bytes | None:
+    """The body of ``record`` when one data section runs from ``position`` to its end (what
+    ``_scan`` finds after a prefix it scanned before); None otherwise."""
+    if record[position : position + 3] != b"\x00\x53\x75":
+        return None
+    constructor = record[position + 3]
+    if constructor == 0xA0:
+        start = position + 5
+        after = start + record[position + 4]
+    elif constructor == 0xB0:
+        start = position + 8
+        after = start + _u32.unpack_from(record, position + 4)[0]
+    else:
+        return None
+    return bytes(record[start:after]) if after == len(record) else None
+
+
 def _fields_of_sections(
     record: Buffer, spans: list[tuple[int, int, int]], queue: str, cache: dict[bytes, Any]
 ) -> tuple[Any, ...]:
@@ -133,55 +152,58 @@ def _full(record: Buffer, queue: str) -> tuple[tuple[Any, ...], bytes]:
     return fields, body_091(sections, record)
 
 
-def _headers_around_offset(
-    headers: dict[str, Any] | None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A message's headers before and after where ``x-stream-offset`` sorts."""
-    items = sorted((headers or {}).items())
-    return (
-        {k: v for k, v in items if k < STREAM_OFFSET_HEADER},
-        {k: v for k, v in items if k > STREAM_OFFSET_HEADER},
-    )
+class StoredColumns:
+    """Records of one stream queue gathered for one record batch, a run of consecutive
+    offsets at a time: each row's body, its offset (``runs``) and its kind (``kinds``: an
+    index into ``fields``, the distinct tuples of the ``FIELDS`` columns)."""
 
+    def __init__(self, queue: str) -> None:
+        self.queue = queue
+        self.bodies: list[bytes] = []
+        #: (first offset, number of rows) of each run of consecutive offsets, in order
+        self.runs: list[tuple[int, int]] = []
+        self.kinds: list[int] = []
+        #: the distinct values of the ``FIELDS`` columns; headers without ``x-stream-offset``
+        self.fields: list[tuple[Any, ...]] = []
+        self._kind_of_prefix: dict[bytes, int] = {}
+        self._sections: dict[bytes, Any] = {}
 
-def decode_columns(
-    records: Iterable[Buffer], queue: str, first_offset: int
-) -> dict[str, list[Any]]:
-    """The columns of ``records``, consecutive entries of stream ``queue`` from
-    ``first_offset`` on (each gets its ``x-stream-offset`` header, as over 0-9-1)."""
-    cache: dict[bytes, tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]] = {}
-    section_cache: dict[bytes, Any] = {}
-    bodies: list[bytes] = []
-    rows: list[tuple[Any, ...]] = []
-    headers: list[dict[str, Any]] = []
-    offset = first_offset
-    for record in records:
-        scan = _scan(record)
-        if scan is None:
-            fields, body = _full(record, queue)
-            before, after = _headers_around_offset(fields[_HEADERS])
-        else:
-            body = scan.body
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+    def add(self, records: Iterable[Buffer], first_offset: int) -> None:
+        """Rows for ``records``, the stream's entries from ``first_offset`` on."""
+        bodies, kinds = self.bodies, self.kinds
+        before = len(bodies)
+        last_prefix, last_kind = b"", -1
+        for record in records:
+            size = len(last_prefix)
+            if size and record[:size] == last_prefix:
+                body = _data_at(record, size)
+                if body is not None:
+                    kinds.append(last_kind)
+                    bodies.append(body)
+                    continue
+            scan = _scan(record)
+            if scan is None:
+                fields, body = _full(record, self.queue)
+                kinds.append(self._new_kind(fields))
+                bodies.append(body)
+                continue
             prefix = bytes(record[: scan.prefix_end])
-            entry = cache.get(prefix)
-            if entry is None:
-                fields = _fields_of_sections(record, scan.spans, queue, section_cache)
-                before, after = _headers_around_offset(fields[_HEADERS])
-                if len(cache) >= CACHE_SIZE:
-                    cache.clear()
-                cache[prefix] = (fields, before, after)
-            else:
-                fields, before, after = entry
-        bodies.append(body)
-        rows.append(fields)
-        headers.append({**before, STREAM_OFFSET_HEADER: offset, **after})
-        offset += 1
-    columns: dict[str, list[Any]] = {
-        "body": bodies,
-        "offset": list(range(first_offset, offset)),
-    }
-    transposed = list(zip(*rows, strict=True)) if rows else [()] * (len(COLUMNS) - 2)
-    for name, column in zip(COLUMNS[2:], transposed, strict=True):
-        columns[name] = list(column)
-    columns["headers"] = headers
-    return columns
+            if prefix != last_prefix:
+                kind = self._kind_of_prefix.get(prefix)
+                if kind is None:
+                    fields = _fields_of_sections(record, scan.spans, self.queue, self._sections)
+                    if len(self._kind_of_prefix) >= CACHE_SIZE:
+                        self._kind_of_prefix.clear()
+                    kind = self._kind_of_prefix[prefix] = self._new_kind(fields)
+                last_prefix, last_kind = prefix, kind
+            kinds.append(last_kind)
+            bodies.append(scan.body)
+        if len(bodies) > before:
+            self.runs.append((first_offset, len(bodies) - before))
+
+    def _new_kind(self, fields: tuple[Any, ...]) -> int:
+        self.fields.append(fields)
+        return len(self.fields) - 1

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from amqp_protocol.amqp10.columns import FIELDS, StoredColumns
 from amqp_spark.schema import STRING_PROPERTIES, arrow_schema
 
 #: The header RabbitMQ puts on every delivery from a stream queue: its offset.
@@ -139,21 +140,59 @@ def _headers(tables: list[dict[str, Any] | None], arrow_type: pa.DataType) -> pa
     ]
 
 
-def columns_to_record_batch(columns: dict[str, list[Any]], queue: str) -> pa.RecordBatch:
-    """One record batch of a stream queue's rows given as columns
-    (``amqp_protocol.amqp10.columns.decode_columns``: bodies, offsets, the properties as a
-    0-9-1 consumer has them). Over the stream protocol there is no delivery tag (it belongs
-    to a 0-9-1 channel) and no redelivery: those columns are null and false."""
-    n = len(columns["body"])
+def stored_to_record_batch(stored: StoredColumns) -> pa.RecordBatch:
+    """One record batch of a stream queue's rows read over the stream protocol
+    (``amqp_protocol.amqp10.columns.StoredColumns``): each column but the body built from
+    the distinct kinds of message by index (``take``), the ``x-stream-offset`` header put
+    into each row's headers by pyarrow. Over the stream protocol there is no delivery tag
+    (it belongs to a 0-9-1 channel) and no redelivery: those columns are null and false."""
+    n = len(stored)
     schema = source_arrow_schema()
-    built: dict[str, pa.Array | list[Any]] = dict(columns)
-    built["queue"] = pa.repeat(pa.scalar(queue, pa.string()), n)
+    kinds = pa.array(stored.kinds, pa.int32())
+    distinct = dict(zip(FIELDS, zip(*stored.fields, strict=True), strict=True)) if n else {}
+    offsets = [pa.array(range(first, first + count), pa.int64()) for first, count in stored.runs]
+    built: dict[str, pa.Array | list[Any]] = {
+        name: _array(list(distinct.get(name, ())), schema.field(name).type).take(kinds)
+        for name in FIELDS
+        if name not in ("timestamp", "headers")
+    }
+    built["body"] = stored.bodies
+    built["offset"] = pa.concat_arrays(offsets) if offsets else pa.array([], pa.int64())
+    built["queue"] = pa.repeat(pa.scalar(stored.queue, pa.string()), n)
     built["delivery_tag"] = pa.nulls(n, pa.int64())
     built["redelivered"] = pa.repeat(pa.scalar(False), n)
-    built["timestamp"] = _timestamps(columns["timestamp"], schema.field("timestamp").type)
-    built["headers"] = _headers(columns["headers"], schema.field("headers").type)
+    built["timestamp"] = _timestamps(
+        list(distinct.get("timestamp", ())), schema.field("timestamp").type
+    ).take(kinds)
+    built["headers"] = _headers_with_offsets(
+        list(distinct.get("headers", ())), kinds, built["offset"], schema.field("headers").type
+    )
     arrays = [_array(built[field.name], field.type) for field in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+#: Where a row's stream offset goes in its kind's headers until the rows are built.
+_OFFSET_SLOT = "\x00x-stream-offset\x00"
+
+
+def _headers_with_offsets(
+    tables: list[dict[str, Any] | None], kinds: pa.Array, offsets: pa.Array, arrow_type: Any
+) -> pa.Array:
+    """The headers column of stream rows: each kind's headers rendered once with a slot where
+    ``x-stream-offset`` sorts (as RabbitMQ sorts a delivery's headers when it adds it),
+    taken for every row of the kind, the slots then filled with the rows' offsets."""
+    templates = []
+    for table in tables:
+        entries = [
+            (k, render_header(v)) for k, v in (table or {}).items() if k != STREAM_OFFSET_HEADER
+        ]
+        entries.append((STREAM_OFFSET_HEADER, _OFFSET_SLOT))
+        templates.append(sorted(entries, key=lambda entry: entry[0]))
+    rows = pa.array(templates, type=arrow_type).take(kinds)
+    values = rows.items
+    slots = pc.equal(values, _OFFSET_SLOT).fill_null(False)
+    filled = pc.replace_with_mask(values, slots, offsets.cast(pa.string()))
+    return pa.MapArray.from_arrays(rows.offsets, rows.keys, filled, type=arrow_type)
 
 
 def serialize(batch: pa.RecordBatch) -> bytes:

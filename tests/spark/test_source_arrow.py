@@ -9,9 +9,17 @@ import decimal
 import pyarrow as pa
 
 from amqp_protocol import SPEC_0_9_1
+from amqp_protocol.amqp10 import StoredColumns, to_amqp091
 from amqp_spark.client import Delivery
 from amqp_spark.schema import COLUMN_NAMES, arrow_schema
-from amqp_spark.source.arrow import deserialize, render_header, serialize, to_record_batch
+from amqp_spark.source.arrow import (
+    deserialize,
+    render_header,
+    serialize,
+    stored_to_record_batch,
+    to_record_batch,
+)
+from tests.protocol.amqp10.test_columns import records_of_every_shape
 
 Props = SPEC_0_9_1.properties("basic")
 
@@ -116,3 +124,30 @@ def test_ipc_bytes_carry_the_batch_unchanged() -> None:
     (back,) = deserialize(serialize(batch))
     assert isinstance(back, pa.RecordBatch)
     assert back.equals(batch)
+
+
+def test_stream_protocol_rows_equal_the_rows_of_the_deliveries_a_091_consumer_gets() -> None:
+    """Every record shape of the column decoder's tests (alike, own ids and headers, AMQP
+    1.0 publishes, a footer, an empty record), in two runs of offsets: the rows built from
+    the kinds by index, with ``x-stream-offset`` put in each row's headers, are the rows of
+    the 0-9-1 deliveries, but for the delivery tag and redelivered."""
+    records = records_of_every_shape()
+    stored = StoredColumns("s")
+    stored.add(records[:5], 100)
+    stored.add(records[5:], 900)
+    offsets = [*range(100, 105), *range(900, 900 + len(records) - 5)]
+    deliveries = [
+        Delivery("", 1, False, d.exchange, d.routing_key, Props(**d.properties), d.body)
+        for d in (to_amqp091(r, "s", o) for r, o in zip(records, offsets, strict=True))
+    ]
+    ours = stored_to_record_batch(stored)
+    assert ours.schema == arrow_schema()
+    expected = to_record_batch(deliveries, "s", with_offsets=True).to_pylist()
+    for row in expected:
+        row.update(delivery_tag=None, redelivered=False)
+    assert ours.to_pylist() == expected
+
+
+def test_no_stored_records_give_an_empty_batch_of_the_schema() -> None:
+    batch = stored_to_record_batch(StoredColumns("s"))
+    assert (batch.num_rows, batch.schema) == (0, arrow_schema())

@@ -24,15 +24,14 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pyarrow as pa
 
-from amqp_protocol.amqp10.columns import decode_columns
+from amqp_protocol.amqp10.columns import StoredColumns
 from amqp_protocol.stream.chunk import ChunkHeader, ChunkType, parse_chunk, parse_chunk_header
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType
 from amqp_spark.client.stream import StreamClient, StreamEndpoint
-from amqp_spark.source.arrow import columns_to_record_batch
+from amqp_spark.source.arrow import stored_to_record_batch
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
@@ -192,9 +191,9 @@ def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.Recor
     ``ROWS_PER_RECORD_BATCH`` rows or ``BYTES_PER_RECORD_BATCH`` of chunks (the last one
     smaller).
 
-    Records are gathered over chunks and decoded once per run of consecutive offsets: a
-    chunk may hold a few records only (RabbitMQ 4 cut 200,000 messages published over 0-9-1
-    in batches of 1,000 into chunks of 23 on average, measured), and a record batch (or a
+    Records are gathered over chunks into one ``StoredColumns`` per record batch: a chunk
+    may hold a few records only (RabbitMQ 4 cut 200,000 messages published over 0-9-1 in
+    batches of 1,000 into chunks of 23 on average, measured), and a record batch (or a
     column decoder's cache) per chunk cost more than the records. Credit goes back
     ``CREDIT_CHUNKS / 2`` chunks at a time. Fails (never hangs) when the stream stops
     delivering before the range's end: a silence of ``pollTimeoutMs`` x 10 means the stream
@@ -238,40 +237,24 @@ def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.Recor
 
 
 class _Rows:
-    """Records gathered for one record batch: decoded a run of consecutive offsets at a
-    time (``decode_columns`` numbers a run's records from its first offset)."""
+    """Records gathered for one record batch (``StoredColumns``), and the bytes of the chunks
+    they are in (held until ``take``)."""
 
     def __init__(self, queue: str) -> None:
-        self.queue = queue
-        self.count = 0
-        #: bytes of the chunks the records are in (they are held until ``take``)
+        self.columns = StoredColumns(queue)
         self.size = 0
-        self._columns: dict[str, list[Any]] = {}
-        self._run: list[memoryview] = []
-        self._run_first = 0
 
     def add(self, records: list[memoryview], first_offset: int) -> None:
-        if self._run and first_offset != self._run_first + len(self._run):
-            self._decode_run()
-        if not self._run:
-            self._run_first = first_offset
-        self._run += records
-        self.count += len(records)
+        self.columns.add(records, first_offset)
 
-    def _decode_run(self) -> None:
-        decoded = decode_columns(self._run, self.queue, self._run_first)
-        if not self._columns:
-            self._columns = decoded
-        else:
-            for name, values in decoded.items():
-                self._columns[name] += values
-        self._run = []
+    @property
+    def count(self) -> int:
+        return len(self.columns)
 
     def take(self) -> pa.RecordBatch:
         """The record batch of everything added since the last ``take``."""
-        self._decode_run()
-        batch = columns_to_record_batch(self._columns, self.queue)
-        self._columns, self.count, self.size = {}, 0, 0
+        batch = stored_to_record_batch(self.columns)
+        self.columns, self.size = StoredColumns(self.columns.queue), 0
         return batch
 
 
