@@ -59,10 +59,11 @@ def chunk_filter(values: Iterable[str], size: int = FILTER_BYTES) -> bytes:
 
 
 def may_contain(filter_bytes: bytes, value: str) -> bool:
-    """Whether a chunk with this filter may hold a message with ``value``. An empty filter
-    (a chunk written before filters existed) may hold anything."""
+    """Whether a chunk with this filter may hold a message with ``value``. A chunk without
+    a filter holds unfiltered messages alone (Osiris writes none when no message has a
+    filter value)."""
     if not filter_bytes:
-        return True
+        return value == UNFILTERED
     bits = int.from_bytes(filter_bytes, "little")
     return all(bits >> position & 1 for position in _bit_positions(value, len(filter_bytes) * 8))
 
