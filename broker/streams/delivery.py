@@ -30,10 +30,9 @@ from .log import Record
 OFFSET_HEADER = STREAM_OFFSET_HEADER
 
 _BASIC_PROPERTIES = SPEC_0_9_1.properties("basic")
-_OFFSET_VALUE = struct.Struct(">q")
-_BODY_SIZE = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 _DATA_SECTION = bytes((0x00, 0x53, DATA))
+_VBIN8 = _DATA_SECTION + b"\xa0"
 #: Two offsets whose encodings differ in each of their 8 bytes: where a header's encodings
 #: with either differ is where the offset's value is.
 _PROBES = (0x0101010101010101, 0x0202020202020202)
@@ -48,9 +47,23 @@ class _Kind(NamedTuple):
     exchange: str
     routing_key: str
     envelope: bytes
-    class_weight: bytes  #: the content header's first 4 bytes (class id, weight)
-    head: bytes  #: the content header after the body size, up to the offset's value
-    tail: bytes  #: the content header after the offset's value
+    #: the content header of a record: ``header.pack(body size, offset)``
+    header: _HeaderTemplate
+
+
+class _HeaderTemplate:
+    """A content header whose body size and offset value vary: one ``pack`` each."""
+
+    __slots__ = ("_head", "_middle", "_struct", "_tail")
+
+    def __init__(self, encoded: bytes, at: int) -> None:
+        self._head = encoded[:4]  # class id, weight (then the body size)
+        self._middle = encoded[HEADER_PREFIX:at]
+        self._tail = encoded[at + 8 :]
+        self._struct = struct.Struct(f">4sQ{len(self._middle)}sq{len(self._tail)}s")
+
+    def pack(self, body_size: int, offset: int) -> bytes:
+        return self._struct.pack(self._head, body_size, self._middle, offset, self._tail)
 
 
 class LoggedMessage(StoredMessage):
@@ -111,6 +124,8 @@ class Amqp091Reader:
     def __init__(self, queue: str) -> None:
         self.queue = queue
         self._kinds: dict[bytes, _Kind | None] = {}
+        #: the kind of the last record delivered: the next chunk's first record's likely one
+        self._last: _Kind | None = None
 
     def _kind_of(self, payload: bytes) -> tuple[_Kind, bytes] | None:
         """The kind of ``payload`` and its body; None when it takes the full conversion."""
@@ -147,41 +162,37 @@ class Amqp091Reader:
             delivery.exchange,
             delivery.routing_key,
             encode_envelope(delivery.exchange, delivery.routing_key),
-            first[:4],
-            first[HEADER_PREFIX:at],
-            first[at + 8 :],
+            _HeaderTemplate(first, at),
         )
 
     def deliveries(self, records: Sequence[Record], sink: object) -> list[StreamDelivery]:
         """One delivery (for ``sink``) per record, in order."""
         out: list[StreamDelivery] = []
-        kind: _Kind | None = None
-        pack_offset = _OFFSET_VALUE.pack
-        pack_size = _BODY_SIZE.pack
+        kind = self._last
+        prefix = b"" if kind is None else kind.prefix
         for record in records:
             payload, offset = record.payload, record.offset
             body = None
-            if kind is not None and payload.startswith(kind.prefix):
-                body = _data_at(payload, len(kind.prefix))
+            if kind is not None and payload.startswith(prefix):
+                n = len(prefix)
+                # the usual body: one short data section (vbin8) to the end
+                if payload[n : n + 4] == _VBIN8 and len(payload) == n + 5 + payload[n + 4]:
+                    body = payload[n + 5 :]
+                else:
+                    body = _data_at(payload, n)
             if body is None:
                 found = self._kind_of(payload)
                 kind, body = found if found is not None else (None, None)
+                prefix = b"" if kind is None else kind.prefix
             if kind is None or body is None:
                 message: Message = _converted(payload, self.queue, offset)
             else:
-                header = b"".join(
-                    (
-                        kind.class_weight,
-                        pack_size(len(body)),
-                        kind.head,
-                        pack_offset(offset),
-                        kind.tail,
-                    )
-                )
+                header = kind.header.pack(len(body), offset)
                 message = LoggedMessage(
                     kind.exchange, kind.routing_key, kind.envelope, header, body
                 )
             delivery = StreamDelivery(message, offset)
             delivery.sink = sink
             out.append(delivery)
+        self._last = kind
         return out

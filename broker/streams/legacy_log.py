@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .log import SegmentedLog
+from .log import LogError, SegmentedLog
 
 log = logging.getLogger(__name__)
 
@@ -84,27 +84,32 @@ def legacy_chunks(path: Path, *, last: bool) -> Iterator[LegacyChunk]:
     raw = path.read_bytes()
     magic, version = _FILE_HEADER.unpack_from(raw) if len(raw) >= _FILE_HEADER.size else (b"", 0)
     if magic != MAGIC or version not in (1, 2):
-        raise ValueError(f"{path}: not a stream segment of the old format (version 1 or 2)")
+        raise LogError(f"{path}: not a stream segment of the old format (version 1 or 2)")
     pos = _FILE_HEADER.size
     while pos < len(raw):
-        fields = _CHUNK_HEADER.unpack_from(raw, pos) if len(raw) - pos >= 28 else None
-        end = pos + _CHUNK_HEADER.size + (fields[3] if fields else 0)
-        data = raw[pos + _CHUNK_HEADER.size : end]
-        if (
-            fields is None
-            or end > len(raw)
-            or zlib.crc32(data, zlib.crc32(raw[pos : pos + _CRC_AT])) != fields[4]
-        ):
+        chunk = _chunk_at(raw, pos, version)
+        if chunk is None:
             if last:
                 log.warning("stream log %s: old-format tail at byte %d dropped (torn)", path, pos)
                 return
-            raise ValueError(f"{path}: corrupt chunk at byte {pos} in a sealed segment")
-        first, timestamp = fields[0], fields[1]
-        filter_bytes = b""
-        if version >= 2:
-            filter_bytes, data = data[1 : 1 + data[0]], data[1 + data[0] :]
-        yield LegacyChunk(first, timestamp, _records(data), filter_bytes)
-        pos = end
+            raise LogError(f"{path}: corrupt chunk at byte {pos} in a sealed segment")
+        yield chunk[0]
+        pos = chunk[1]
+
+
+def _chunk_at(raw: bytes, pos: int, version: int) -> tuple[LegacyChunk, int] | None:
+    """The valid chunk at ``pos`` of a segment and where it ends; None if torn or corrupt."""
+    if len(raw) - pos < _CHUNK_HEADER.size:
+        return None
+    first, timestamp, _count, size, crc = _CHUNK_HEADER.unpack_from(raw, pos)
+    end = pos + _CHUNK_HEADER.size + size
+    data = raw[pos + _CHUNK_HEADER.size : end]
+    if end > len(raw) or zlib.crc32(data, zlib.crc32(raw[pos : pos + _CRC_AT])) != crc:
+        return None
+    filter_bytes = b""
+    if version >= 2:
+        filter_bytes, data = data[1 : 1 + data[0]], data[1 + data[0] :]
+    return LegacyChunk(first, timestamp, _records(data), filter_bytes), end
 
 
 def migrate(directory: Path, convert: Convert, **log_options: Any) -> None:
@@ -119,6 +124,11 @@ def migrate(directory: Path, convert: Convert, **log_options: Any) -> None:
         with SegmentedLog(work, first_offset=first, **log_options) as new:
             for i, path in enumerate(old):
                 for chunk in legacy_chunks(path, last=i == len(old) - 1):
+                    if chunk.first_offset != new.next_offset:
+                        raise LogError(
+                            f"{path}: a chunk at offset {chunk.first_offset} where "
+                            f"{new.next_offset} was expected"
+                        )
                     payloads, bloom = convert(chunk)
                     new.append(payloads, chunk.timestamp, bloom)
             new.sync()

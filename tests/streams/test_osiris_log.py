@@ -173,3 +173,16 @@ def test_a_completed_migration_is_finished_when_the_broker_died_replacing_the_fi
     _, sink = consume(q, "first")
     assert [e.message.body for e in sink.delivered] == [b"migrated"]
     assert not work.exists()
+
+
+def test_a_torn_tail_of_an_old_format_log_is_dropped_by_the_migration(
+    vhost: VirtualHost, tmp_path: Path
+) -> None:
+    directory = tmp_path / "s"
+    directory.mkdir()
+    segment = directory / f"{0:020d}.segment"
+    _old_segment(segment, 0, [(5, [_old_091_record(b"kept")], b"")])
+    segment.write_bytes(segment.read_bytes() + b"\x00\x00\x00\x00\x00\x00\x00\x01torn")
+    q = declare(vhost)
+    assert [r.offset for r in q.log.read(0)] == [0]
+    assert q.log.next_offset == 1
