@@ -17,7 +17,6 @@ starts again from the old files, or finishes the replacement of a completed migr
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import struct
 import zlib
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..store.files import fsync_dir
 from .log import LogError, SegmentedLog
 
 log = logging.getLogger(__name__)
@@ -133,20 +133,12 @@ def migrate(directory: Path, convert: Convert, **log_options: Any) -> None:
                     new.append(payloads, chunk.timestamp, bloom)
             new.sync()
         (work / COMPLETE_MARKER).touch()
-        _fsync_directory(work)
+        fsync_dir(work)
     for path in [*_segments(directory), *directory.glob("*.index")]:
         path.unlink()
     for path in work.iterdir():
         if path.name != COMPLETE_MARKER:
             path.rename(directory / path.name)
-    _fsync_directory(directory)
+    fsync_dir(directory)
     shutil.rmtree(work)
     log.warning("stream log %s: migrated", directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

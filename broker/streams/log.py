@@ -43,6 +43,8 @@ from amqp_protocol.stream.chunk import (
     parse_chunk_header,
 )
 
+from ..store.files import fsync_dir
+
 log = logging.getLogger(__name__)
 
 #: Osiris's log and index versions (``LOG_VERSION``, ``IDX_VERSION``).
@@ -447,11 +449,7 @@ class SegmentedLog:
         sealed.sync()
         segment = _Segment(self.directory, sealed.next_offset)
         segment.create()
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(self.directory)
         self._add(segment)
         self.apply_retention()
         return segment
