@@ -146,7 +146,10 @@ class Amqp091Reader:
         return None if kind is None or body is None else (kind, body)
 
     def _new_kind(self, payload: bytes, prefix: bytes) -> _Kind | None:
-        delivery = to_amqp091(payload, self.queue, 0)
+        try:
+            delivery = to_amqp091(payload, self.queue, 0)
+        except (AMQP10DecodeError, ValueError):
+            return None
         encoded = []
         for probe in _PROBES:
             fields = dict(delivery.properties)
@@ -176,7 +179,12 @@ class Amqp091Reader:
             if kind is not None and payload.startswith(prefix):
                 n = len(prefix)
                 # the usual body: one short data section (vbin8) to the end
-                if payload[n : n + 4] == _VBIN8 and len(payload) == n + 5 + payload[n + 4]:
+                size_at = n + 4
+                if (
+                    payload[n:size_at] == _VBIN8
+                    and len(payload) > size_at
+                    and len(payload) == size_at + 1 + payload[size_at]
+                ):
                     body = payload[n + 5 :]
                 else:
                     body = _data_at(payload, n)

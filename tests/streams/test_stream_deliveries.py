@@ -106,3 +106,13 @@ def test_bytes_that_are_no_amqp_10_message_come_as_the_body() -> None:
     delivery = Amqp091Reader(QUEUE).deliveries([Record(9, 0, b"\x01not amqp")], sink=None)[0]
     assert delivery.message.body == b"\x01not amqp"
     assert delivery.message.properties.headers == {OFFSET_HEADER: Long(9)}
+
+
+def test_a_record_cut_short_after_one_of_its_kind_comes_as_its_bytes() -> None:
+    whole = from_amqp091({"content_type": "t"}, b"body")
+    cut = whole[: -len(b"body") - 1]  # its data section's size byte and body missing
+    records = [Record(0, 0, whole), Record(1, 0, cut)]
+    first, second = Amqp091Reader(QUEUE).deliveries(records, sink=None)
+    assert first.message.body == b"body"
+    assert second.message.body == cut
+    assert second.message.properties.headers == {OFFSET_HEADER: Long(1)}
