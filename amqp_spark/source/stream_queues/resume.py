@@ -8,7 +8,8 @@ rows of the range are therefore exactly those of a read that was never interrupt
 replayed batch still returns the same rows.
 
 Local Spark runs a task once (``spark.task.maxFailures`` is 1 there), so without this the
-loss of one node would fail the query.
+loss of one node would fail the query. The same holds over RabbitMQ's stream protocol
+(``protocol_ranges``), whose losses ``client.stream.nodes.is_transient`` tells.
 """
 
 from __future__ import annotations
@@ -16,24 +17,33 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pyarrow as pa
 
-from amqp_spark.source.partitions import StreamRangePartition
+from amqp_spark.source.partitions import StreamProtocolRangePartition, StreamRangePartition
 
 log = logging.getLogger("amqp_spark.source")
 
-#: Reads the rows of a range from its ``start``, in offset order.
-RangeReader = Callable[[StreamRangePartition], Iterator[pa.RecordBatch]]
+P = TypeVar("P", StreamRangePartition, StreamProtocolRangePartition)
 
 
-def resuming(part: StreamRangePartition, read: RangeReader) -> Iterator[pa.RecordBatch]:
-    """The record batches ``read(part)`` yields, read on from the offset after the last row
-    yielded each time the connection is lost. Gives up (raising the loss) after
-    ``max_reconnect_attempts`` + 1 losses in a row with no row yielded between them; each
-    reopening has its own bounded attempts (``open_with_retry``)."""
+def lost_over_amqp(error: Exception) -> bool:
+    """An AMQP 0-9-1 range read's connection was lost."""
     from amqp_spark.client import ConnectionClosed
 
+    return isinstance(error, ConnectionClosed)
+
+
+def resuming(
+    part: P,
+    read: Callable[[P], Iterator[pa.RecordBatch]],
+    is_loss: Callable[[Exception], bool] = lost_over_amqp,
+) -> Iterator[pa.RecordBatch]:
+    """The record batches ``read(part)`` yields, read on from the offset after the last row
+    yielded each time the connection is lost (``is_loss``). Gives up (raising the loss)
+    after ``max_reconnect_attempts`` + 1 losses in a row with no row yielded between them;
+    each reopening has its own bounded attempts (``open_with_retry``, ``open_stream``)."""
     start, losses = part.start, 0
     while True:
         try:
@@ -41,9 +51,9 @@ def resuming(part: StreamRangePartition, read: RangeReader) -> Iterator[pa.Recor
                 yield batch
                 start, losses = batch.column("offset")[-1].as_py() + 1, 0
             return
-        except ConnectionClosed as e:
+        except Exception as e:
             losses += 1
-            if losses > part.max_reconnect_attempts + 1:
+            if not is_loss(e) or losses > part.max_reconnect_attempts + 1:
                 raise
             log.warning(
                 "amqp source: lost the connection reading stream queue %r (%s); reading on "
