@@ -316,9 +316,12 @@ def stream_uri_option(requires: Requires | None = None) -> Any:
     return option(
         "streamUri",
         STREAM_URI,
-        default_doc="`uri`'s host, credentials and vhost, port 5552",
-        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
-        "is served",
+        default_doc="every host of `uri` (or `addresses`) on port 5552, with `uri`'s "
+        "credentials and vhost",
+        doc="`rabbitmq-stream://user:password@host:port/vhost`, or with several nodes "
+        "`rabbitmq-stream://user:password@node1:5552,node2:5552/vhost`: where the stream "
+        "protocol is served; a connection goes to the first node that answers, to the next "
+        "when it is lost (`maxReconnectAttempts` passes over them)",
         requires=requires,
     )
 
