@@ -5,7 +5,8 @@ three-node RabbitMQ 4 cluster whose every node is in ``streamUri``:
   (read back and counted per message id), the node killed being the stream's leader and the
   first node of ``streamUri``;
 * an executor's stream-protocol range read: it goes on from its last row through another
-  node, no gap, no duplicate.
+  node, no gap, no duplicate;
+* the driver's view of where a stream ends: asked again through another node.
 
 The streams are declared through node 1 with the leader there (``client-local``) and a
 replica on each other node.
@@ -25,8 +26,9 @@ from amqp_spark.client.addresses import Address, rotation_for
 from amqp_spark.client.stream import StreamClient
 from amqp_spark.client.stream.nodes import stream_endpoints
 from amqp_spark.datasource import AMQPDataSource
+from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamProtocolRangePartition
-from amqp_spark.source.stream_queues.protocol_ranges import read_protocol_range
+from amqp_spark.source.stream_queues.protocol_ranges import ProtocolPositions, read_protocol_range
 from testbed.waiting import wait_until
 from tests.spark.stream_dedup_client import message_ids_in_stream
 from tests.support.rabbitmq_cluster import ClusterNode, RabbitMQCluster
@@ -127,3 +129,40 @@ def test_a_stream_range_read_goes_on_from_its_last_row_when_its_node_is_killed(
     assert rows == [(first + i, body) for i, body in enumerate(sent)]
     resumed = [r.getMessage() for r in caplog.records if "reading on from" in r.getMessage()]
     assert resumed, "the read did not lose its connection: nothing was shown"
+
+
+def test_where_a_stream_ends_is_asked_again_through_another_node_when_the_drivers_node_dies(
+    rabbitmq_cluster: RabbitMQCluster,
+) -> None:
+    cluster = rabbitmq_cluster
+    stream = stream_led_by(cluster.nodes[0], [b"before"] * 100)
+    uri = stream_uri(cluster)
+    rotation = rotation_for(Address(e.host, e.port) for e in stream_endpoints(uri))
+    options = SourceOptions.parse(
+        {
+            "uri": cluster.url,
+            "queue": stream,
+            "queueType": "stream",
+            "streamProtocol": "stream",
+            "streamUri": uri,
+        }
+    )
+    positions = ProtocolPositions(options)
+    try:
+        before = positions.ends(force=True)[stream]
+        serving = rotation.order()[0]
+        driver_node = next(n for n in cluster.nodes if n.stream_port == serving.port)
+        cluster.kill(driver_node)
+        survivor = next(n for n in cluster.nodes if not n.killed)
+        with connect(survivor.url) as conn:  # more messages once the stream has a leader
+            ch = conn.channel()
+            ch.confirm_select()
+            for _ in range(50):
+                ch.basic_publish("", stream, b"after")
+            ch.wait_for_confirms(timeout=120)
+        after = positions.ends(force=True)[stream]
+    finally:
+        positions.close()
+
+    assert after == before + 50
+    assert rotation.order()[0] != serving, "the driver did not move to another node"
