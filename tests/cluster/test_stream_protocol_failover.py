@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
 from pyspark.sql import SparkSession
@@ -26,14 +25,16 @@ from amqp_spark.client.addresses import Address, rotation_for
 from amqp_spark.client.stream import StreamClient
 from amqp_spark.client.stream.nodes import stream_endpoints
 from amqp_spark.datasource import AMQPDataSource
-from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.partitions import StreamProtocolRangePartition
-from amqp_spark.source.stream_queues.protocol_ranges import ProtocolPositions, read_protocol_range
 from testbed.waiting import wait_until
+from tests.cluster.test_failover import declare_and_fill
 from tests.spark.stream_dedup_client import message_ids_in_stream
 from tests.support.rabbitmq_cluster import ClusterNode, RabbitMQCluster
+from tests.support.stream_reads import protocol_positions, rows_dying_after_first_batch
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.slow]
+
+#: A stream with its leader on the node it is declared through, a replica on each other.
+LED_HERE = {"x-queue-type": "stream", "x-queue-leader-locator": "client-local"}
 
 
 def stream_uri(cluster: RabbitMQCluster) -> str:
@@ -44,19 +45,7 @@ def stream_uri(cluster: RabbitMQCluster) -> str:
 
 def stream_led_by(node: ClusterNode, bodies: list[bytes]) -> str:
     """A new stream whose leader is on ``node``, holding ``bodies`` (confirmed)."""
-    stream = f"sp-failover-{uuid.uuid4().hex[:8]}"
-    with connect(node.url) as conn:
-        ch = conn.channel()
-        ch.queue_declare(
-            stream,
-            durable=True,
-            arguments={"x-queue-type": "stream", "x-queue-leader-locator": "client-local"},
-        )
-        ch.confirm_select()
-        for body in bodies:
-            ch.basic_publish("", stream, body)
-        ch.wait_for_confirms(timeout=120)
-    return stream
+    return declare_and_fill(node, LED_HERE, bodies)
 
 
 def committed(node: ClusterNode, stream: str) -> int:
@@ -106,23 +95,12 @@ def test_a_stream_range_read_goes_on_from_its_last_row_when_its_node_is_killed(
     stream = stream_led_by(cluster.nodes[0], sent)
     uri = stream_uri(cluster)
     rotation = rotation_for(Address(e.host, e.port) for e in stream_endpoints(uri))
-    part = StreamProtocolRangePartition(
-        stream_uri=uri,
-        queue=stream,
-        start=0,
-        end=count,
-        poll_timeout=2.0,
-        max_reconnect_attempts=5,
-    )
-    rows: list[tuple[int, bytes]] = []
-    killed: list[ClusterNode] = []
-    for batch in read_protocol_range(part):
-        offsets, bodies = batch.column("offset").to_pylist(), batch.column("body").to_pylist()
-        rows += zip(offsets, bodies, strict=True)
-        if not killed:  # after the first batch, the node the read is on dies
-            serving = rotation.order()[0]
-            killed += [n for n in cluster.nodes if n.stream_port == serving.port]
-            cluster.kill(killed[0])
+
+    def kill_its_node() -> None:
+        serving = rotation.order()[0]  # the node the read's connection is on
+        cluster.kill(next(n for n in cluster.nodes if n.stream_port == serving.port))
+
+    rows = rows_dying_after_first_batch(uri, stream, count, kill_its_node)
 
     assert len(rows) == count, f"read {len(rows)} of {count} rows"
     first = rows[0][0]
@@ -138,16 +116,7 @@ def test_where_a_stream_ends_is_asked_again_through_another_node_when_the_driver
     stream = stream_led_by(cluster.nodes[0], [b"before"] * 100)
     uri = stream_uri(cluster)
     rotation = rotation_for(Address(e.host, e.port) for e in stream_endpoints(uri))
-    options = SourceOptions.parse(
-        {
-            "uri": cluster.url,
-            "queue": stream,
-            "queueType": "stream",
-            "streamProtocol": "stream",
-            "streamUri": uri,
-        }
-    )
-    positions = ProtocolPositions(options)
+    positions = protocol_positions(cluster.url, stream, uri)
     try:
         before = positions.ends(force=True)[stream]
         serving = rotation.order()[0]

@@ -28,14 +28,12 @@ from amqp_spark.client.stream.publisher import StreamPublisher
 from amqp_spark.options import OptionError
 from amqp_spark.sink.settings import SinkSettings
 from amqp_spark.sink.stream_ids import PublishingIds, producer_name
-from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.partitions import StreamProtocolRangePartition
-from amqp_spark.source.stream_queues.protocol_ranges import ProtocolPositions, read_protocol_range
 from testbed.rabbitmq import free_port
 from tests.protocol.amqp10.stream_client import delete
 from tests.spark.recording_proxy import RecordingProxy
 from tests.spark.stream_dedup_client import stored_messages
 from tests.stream_protocol.conftest import Endpoints
+from tests.support.stream_reads import protocol_positions, rows_dying_after_first_batch
 
 #: Messages of a test: more than one record batch of a range read.
 COUNT = 14_000
@@ -125,19 +123,7 @@ def test_a_stream_range_read_goes_on_from_its_last_row_through_the_next_node(
 ) -> None:
     first, second, uri = nodes
     sent = fill(endpoints, stream)
-    part = StreamProtocolRangePartition(
-        stream_uri=uri,
-        queue=stream,
-        start=0,
-        end=COUNT,
-        poll_timeout=2.0,
-        max_reconnect_attempts=2,
-    )
-    rows: list[tuple[int, bytes]] = []
-    for batch in read_protocol_range(part):
-        offsets, read = batch.column("offset").to_pylist(), batch.column("body").to_pylist()
-        rows += zip(offsets, read, strict=True)
-        first.close()  # after the first batch: the node dies mid-read
+    rows = rows_dying_after_first_batch(uri, stream, COUNT, first.close)
 
     first_offset = rows[0][0]
     assert rows == [(first_offset + i, body) for i, body in enumerate(sent)]
@@ -148,16 +134,7 @@ def test_where_streams_end_is_asked_again_through_the_next_node(
     nodes: tuple[RecordingProxy, RecordingProxy, str], stream: str, endpoints: Endpoints
 ) -> None:
     first, second, uri = nodes
-    options = SourceOptions.parse(
-        {
-            "uri": endpoints.amqp,
-            "queue": stream,
-            "queueType": "stream",
-            "streamProtocol": "stream",
-            "streamUri": uri,
-        }
-    )
-    positions = ProtocolPositions(options)
+    positions = protocol_positions(endpoints.amqp, stream, uri)
     try:
         assert positions.ends(force=True) == {stream: 0}
         fill(endpoints, stream)
