@@ -228,15 +228,9 @@ def read_protocol_range_once(part: StreamProtocolRangePartition) -> Iterator[pa.
     delivering before the range's end: a silence of ``pollTimeoutMs`` x 10 means the stream
     was truncated or the broker is unwell.
     """
-    spec = OffsetSpecification(OffsetType.OFFSET, part.start)
-
-    def subscribe(client: StreamClient) -> None:
+    with _connected_for(part) as client:
+        spec = OffsetSpecification(OffsetType.OFFSET, part.start)
         client.subscribe(_SUBSCRIPTION, part.queue, spec, CREDIT_CHUNKS)
-
-    opened, _ = open_stream(
-        part.stream_uri, part.max_reconnect_attempts, "amqp source (stream range)", subscribe
-    )
-    with opened as client:
         rows = _Rows(part.queue)
         next_offset, taken = part.start, 0
         while next_offset < part.end:
@@ -269,6 +263,16 @@ def read_protocol_range_once(part: StreamProtocolRangePartition) -> Iterator[pa.
                 yield rows.take()
         if rows.count:
             yield rows.take()
+
+
+def _connected_for(part: StreamProtocolRangePartition) -> StreamClient:
+    """A connection to a node of the range's ``stream_uri`` (``maxReconnectAttempts`` passes
+    over them). A subscription refused for a while (the stream without a leader) or lost
+    later is retried by ``read_protocol_range`` from the last row read."""
+    client, _ = open_stream(
+        part.stream_uri, part.max_reconnect_attempts, "amqp source (stream range)", nothing
+    )
+    return client
 
 
 class _Rows:
