@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -39,13 +40,22 @@ def resuming(
     part: P,
     read: Callable[[P], Iterator[pa.RecordBatch]],
     is_loss: Callable[[Exception], bool] = lost_over_amqp,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[pa.RecordBatch]:
     """The record batches ``read(part)`` yields, read on from the offset after the last row
     yielded each time the connection is lost (``is_loss``). Gives up (raising the loss)
     after ``max_reconnect_attempts`` + 1 losses in a row with no row yielded between them;
-    each reopening has its own bounded attempts (``open_with_retry``, ``open_stream``)."""
+    each reopening has its own bounded attempts (``open_with_retry``, ``open_stream``), and
+    from the second loss in a row on it waits first, the pause doubling as between
+    connection attempts (``client.backoff``): a stream whose leader died is refused on the
+    other nodes until one is elected (``STREAM_NOT_AVAILABLE``, seconds, measured on
+    RabbitMQ 4)."""
+    from amqp_spark.client import backoff
+
     start, losses = part.start, 0
     while True:
+        if losses > 1:
+            sleep(backoff.pauses(losses - 1)[-1])
         try:
             for batch in read(dataclasses.replace(part, start=start)):
                 yield batch
