@@ -17,13 +17,15 @@ publishers again under the same producer name and ids, asks each stream the high
 publishing id it holds for the name (QueryPublisherSequence, answered by the stream's
 leader), counts the outstanding messages at or below it as stored and sends the others
 again, in order: the stream holds each message once, none is lost. It gives up (raising the
-error) after ``max_losses`` losses in a row without a confirm between them. Without
-``reconnect``, or for any other error, the client's error is raised.
+error) after ``max_losses`` losses in a row without a confirm between them, and from the
+second in a row on pauses first (``backoff.after_losses``). Without ``reconnect``, or for
+any other error, the client's error is raised.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -41,6 +43,7 @@ from amqp_protocol.generated.stream import (
 from amqp_protocol.generated.stream_codes import ResponseCode
 from amqp_protocol.stream.chunk import SubBatchEntry
 from amqp_protocol.stream.values import PublishedMessage
+from amqp_spark.client import backoff
 from amqp_spark.client.exceptions import ClientError, ClientTimeout
 
 from .connection import StreamClient, StreamError
@@ -260,6 +263,7 @@ class StreamPublisher:
             "stream publisher: %s goes on on another connection after: %s", self.where, error
         )
         self.client.close()
+        time.sleep(backoff.after_losses(self._losses))
         self.client = self._reconnect(self._restore)
 
     def _restore(self, client: StreamClient) -> None:

@@ -31,6 +31,7 @@ import pyarrow as pa
 from amqp_protocol.amqp10.columns import StoredColumns
 from amqp_protocol.stream.chunk import ChunkHeader, ChunkType, parse_chunk, parse_chunk_header
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType
+from amqp_spark.client import backoff
 from amqp_spark.client.stream import StreamClient
 from amqp_spark.client.stream.nodes import is_transient, nothing, open_stream
 from amqp_spark.source.arrow import stored_to_record_batch
@@ -84,9 +85,10 @@ class ProtocolPositions:
     def _on_a_node(self, ask: Callable[[StreamClient], T]) -> T:
         """``ask`` on the driver's connection; when that is lost (or a stream has no leader
         for a moment), asked again on a new one, to the next node of ``streamUri`` first:
-        ``maxReconnectAttempts`` times at most."""
+        ``maxReconnectAttempts`` times at most, from the second loss in a row after a pause."""
         losses = 0
         while True:
+            time.sleep(backoff.after_losses(losses))
             try:
                 return ask(self._connected())
             except Exception as e:

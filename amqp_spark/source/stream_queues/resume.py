@@ -54,8 +54,8 @@ def resuming(
 
     start, losses = part.start, 0
     while True:
-        if losses > 1:
-            sleep(backoff.pauses(losses - 1)[-1])
+        if pause := backoff.after_losses(losses):
+            sleep(pause)
         try:
             for batch in read(dataclasses.replace(part, start=start)):
                 yield batch
