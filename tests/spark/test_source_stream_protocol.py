@@ -20,6 +20,7 @@ from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamProtocolMicroBatchReader,
     StreamQueueMicroBatchReader,
 )
+from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 from tests.spark.test_source_round_trip import HEADERS, PROPERTIES
 from tests.spark.test_source_stream_columns import read_by_a_streaming_query
 from tests.support.super_streams import declare_over_amqp
@@ -65,6 +66,42 @@ def test_rows_over_the_stream_protocol_equal_rows_over_amqp_0_9_1(
     assert over_protocol.count() == MESSAGES
     assert over_protocol.select("offset").distinct().count() == MESSAGES
     assert over_protocol.where("delivery_tag IS NOT NULL").count() == 0
+    assert_df_equality(
+        over_protocol.drop("delivery_tag").orderBy("offset"),
+        over_amqp.drop("delivery_tag").orderBy("offset"),
+        ignore_nullable=True,
+    )
+
+
+def test_a_filtered_query_reads_the_same_rows_over_both_protocols(
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
+) -> None:
+    """``filterValues`` over the stream protocol: the chunks the broker skips, the messages of
+    the chunks it sends that do not match dropped by the reader, as over 0-9-1."""
+    url, stream_uri = stream_urls
+    queue = f"spf-{uuid.uuid4().hex[:8]}"
+    with connect(url) as conn, conn.channel() as ch:
+        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
+        ch.confirm_select()
+        for batch, values in enumerate((["eu", "us"] * 20, ["us"] * 30, ["eu"] * 5, ["us"] * 9)):
+            for i, value in enumerate(values):
+                properties = {**PROPERTIES, "headers": {FILTER_VALUE_HEADER: value}}
+                ch.basic_publish("", queue, f"{batch}-{i}-{value}".encode(), properties)
+            ch.wait_for_confirms()
+    options = {
+        "uri": url,
+        "queue": queue,
+        "queueType": "stream",
+        "startingOffsets": "first",
+        "streamUri": stream_uri,
+        "filterValues": "eu",
+        "rowsPerPartition": "40",
+    }
+    over_protocol = read_by_a_streaming_query(amqp_spark, {**options, "streamProtocol": "stream"})
+    over_amqp = read_by_a_streaming_query(amqp_spark, {**options, "streamProtocol": "amqp"})
+
+    bodies = sorted(bytes(row.body) for row in over_protocol.select("body").collect())
+    assert len(bodies) == 25 and all(body.endswith(b"-eu") for body in bodies)
     assert_df_equality(
         over_protocol.drop("delivery_tag").orderBy("offset"),
         over_amqp.drop("delivery_tag").orderBy("offset"),

@@ -17,6 +17,7 @@ import collections
 import socket
 import time
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -170,11 +171,23 @@ class StreamClient:
         return dict(answer.stats)
 
     def subscribe(
-        self, subscription_id: int, stream: str, offset: OffsetSpecification, credit: int
+        self,
+        subscription_id: int,
+        stream: str,
+        offset: OffsetSpecification,
+        credit: int,
+        properties: Mapping[str, str] | None = None,
     ) -> None:
+        """Subscribe with ``credit`` chunks; ``properties`` as RabbitMQ takes them
+        (``filter.N``, ``match-unfiltered``)."""
         self.request(
             c.Subscribe(
-                self._conn.next_correlation_id(), subscription_id, stream, offset, credit, {}
+                self._conn.next_correlation_id(),
+                subscription_id,
+                stream,
+                offset,
+                credit,
+                dict(properties or {}),
             ),
             c.SubscribeResponse,
             f"subscribing to stream {stream!r}",
