@@ -75,6 +75,8 @@ class ProtocolPositions:
         self._last: dict[str, tuple[int, int]] = {}
         self._asked_at = float("-inf")
         self._target: dict[str, int] | None = None
+        #: messages and their bytes in the chunks read (an average size for maxBytesPerTrigger)
+        self._records_seen = self._bytes_seen = 0
 
     def _connected(self) -> StreamClient:
         if self._client is None:
@@ -131,7 +133,19 @@ class ProtocolPositions:
             delivery = client.next_delivery(self._options.poll_timeout)
         finally:
             client.unsubscribe(_SUBSCRIPTION)
-        return None if delivery is None else parse_chunk_header(delivery.chunk)
+        if delivery is None:
+            return None
+        header = parse_chunk_header(delivery.chunk)
+        self._seen(header)
+        return header
+
+    def _seen(self, header: ChunkHeader) -> None:
+        """Take a chunk's size into the average message size (``maxBytesPerTrigger``): its
+        data over its records, the stored message (body and AMQP 1.0 sections) with its
+        entry header, read from the chunk's header alone (no work per message)."""
+        if header.chunk_type == ChunkType.USER and header.num_records:
+            self._records_seen += header.num_records
+            self._bytes_seen += header.data_length
 
     def ends(self, force: bool = False) -> dict[str, int]:
         """Per queue, the next offset to be written."""
@@ -163,10 +177,13 @@ class ProtocolPositions:
             return self._first_of(self._connected(), queue, where)
 
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
-        """The end of the next batch: where the streams end, within ``maxMessagesPerTrigger``
-        (``maxBytesPerTrigger`` needs message sizes, which only the 0-9-1 path sees)."""
+        """The end of the next batch: where the streams end, within the limits (bytes are
+        estimated from the size of the messages of the chunks read, see ``_seen``)."""
         positions.check_reads(self._options, start)
-        return positions.batch_end(self._options, start, self.ends(), limits.max_rows)
+        ends = self.ends()
+        with self._lock:
+            room = positions.room(limits, self._records_seen, self._bytes_seen)
+        return positions.batch_end(self._options, start, ends, room)
 
     def report(self) -> dict[str, int]:
         with self._lock:
