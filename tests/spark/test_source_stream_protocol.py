@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from amqp_spark.client import connect
 from amqp_spark.source.options import SourceOptions
@@ -107,6 +107,30 @@ def test_a_filtered_query_reads_the_same_rows_over_both_protocols(
         over_amqp.drop("delivery_tag").orderBy("offset"),
         ignore_nullable=True,
     )
+
+
+def test_a_batch_read_reads_the_same_rows_over_both_protocols(
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
+) -> None:
+    url, stream_uri = stream_urls
+    queue = publish_stream(url, 300)
+    options = {
+        "uri": url,
+        "queue": queue,
+        "queueType": "stream",
+        "streamUri": stream_uri,
+        "endingOffsets": f'{{"{queue}": 250}}',
+        "rowsPerPartition": "100",
+    }
+
+    def read(protocol: str) -> DataFrame:
+        found = amqp_spark.read.format("amqp").options(**options, streamProtocol=protocol)
+        return found.load().drop("delivery_tag").orderBy("offset")
+
+    over_protocol = read("stream")
+    offsets = [row.offset for row in over_protocol.select("offset").collect()]
+    assert offsets == list(range(offsets[0], 250))  # from the stream's first offset
+    assert_df_equality(over_protocol, read("amqp"), ignore_nullable=True)
 
 
 def test_auto_reads_over_the_stream_protocol_where_it_answers(
