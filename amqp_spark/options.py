@@ -288,7 +288,10 @@ def url_parser(accepted: str, schemes: tuple[str, ...]) -> Parser[str]:
 
 URI = url_parser(URI_ACCEPTED, ("amqp", "amqps"))
 HTTP_URL = url_parser("an http:// or https:// URL such as 'http://host:15672'", ("http", "https"))
-STREAM_URI = url_parser("rabbitmq-stream://user:password@host:port/vhost", ("rabbitmq-stream",))
+STREAM_URI = url_parser(
+    "rabbitmq-stream://user:password@host:port/vhost or rabbitmq-stream+tls://...",
+    ("rabbitmq-stream", "rabbitmq-stream+tls"),
+)
 
 SECRET = Parser("a non-empty string (never shown)", _non_empty)
 
@@ -299,9 +302,11 @@ def stream_uri_option(requires: Requires | None = None) -> Any:
     return option(
         "streamUri",
         STREAM_URI,
-        default_doc="`uri`'s host, credentials and vhost, port 5552",
-        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
-        "is served",
+        default_doc="`uri`'s host, credentials and vhost, port 5552 (amqps: "
+        "`rabbitmq-stream+tls://`, port 5551, the `uri`'s TLS parameters)",
+        doc="`rabbitmq-stream://user:password@host:port/vhost`, or "
+        "`rabbitmq-stream+tls://...` (TLS; `cacertfile`, `certfile`, `keyfile`, `verify`, "
+        "`server_name_indication` as in an amqps `uri`): where the stream protocol is served",
         requires=requires,
     )
 
