@@ -6,28 +6,24 @@ through it as through plain TCP, the server is verified against ``cacertfile``, 
 from __future__ import annotations
 
 import urllib.parse
-import uuid
 from collections.abc import Iterator
 
-import pyarrow as pa
 import pytest
 
-from amqp_spark.client import connect
 from amqp_spark.client.stream import StreamClient, StreamEndpoint, default_stream_uri
 from amqp_spark.client.stream.connection import StreamConnectionLost
-from amqp_spark.source.offsets import StreamOffset
-from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.reader_choice import micro_batch_reader
-from amqp_spark.source.stream_queues.protocol_ranges import (
-    ProtocolPositions,
-    plan_protocol_ranges,
-    read_protocol_range,
-)
 from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamProtocolMicroBatchReader,
 )
 from broker import Broker
 from testbed.rabbitmq import TlsFiles
+from tests.stream_source.streams import (
+    Message,
+    read_over_the_stream_protocol,
+    source_options,
+    stream_of,
+)
 from tests.support.fixtures import private_rabbitmq_node
 
 from .certs import CertificateAuthority, Issued
@@ -60,32 +56,12 @@ def test_a_stream_is_read_over_the_stream_protocol_with_tls(
     tls_broker_ports: tuple[str, int], ca: CertificateAuthority
 ) -> None:
     url, port = tls_broker_ports
-    queue = f"tls-{uuid.uuid4().hex[:8]}"
-    with connect(url) as conn, conn.channel() as ch:
-        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
-        ch.confirm_select()
-        for i in range(MESSAGES):
-            ch.basic_publish("", queue, f"secret-{i}".encode())
-        ch.wait_for_confirms(timeout=30)
-    given = {
-        "uri": url,
-        "streamUri": tls_stream_uri(port, ca),
-        "queue": queue,
-        "queueType": "stream",
-        "startingOffsets": "first",
-        "rowsPerPartition": "20",
-    }
-    options = SourceOptions.parse(given)
-    assert isinstance(micro_batch_reader(options), StreamProtocolMicroBatchReader)  # auto
-
-    positions = ProtocolPositions(options)
-    try:
-        start, end = positions.initial(), StreamOffset(positions.ends(force=True))
-    finally:
-        positions.close()
-    ranges = plan_protocol_ranges(options, start, end)
-    rows = pa.Table.from_batches([b for r in ranges for b in read_protocol_range(r)])
-    assert rows.column("body").to_pylist() == [f"secret-{i}".encode() for i in range(MESSAGES)]
+    messages: list[Message] = [(f"secret-{i}".encode(), {}) for i in range(MESSAGES)]
+    with stream_of(url, messages) as queue:
+        options = source_options(url, tls_stream_uri(port, ca), queue, rowsPerPartition="20")
+        assert isinstance(micro_batch_reader(options), StreamProtocolMicroBatchReader)  # auto
+        rows = read_over_the_stream_protocol(options)
+    assert rows.column("body").to_pylist() == [body for body, _ in messages]
 
 
 def test_a_stream_server_signed_by_another_ca_is_refused(

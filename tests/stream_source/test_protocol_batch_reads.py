@@ -6,35 +6,15 @@ AMQP 0-9-1 ranges give."""
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-
-from amqp_spark.client import connect
 from amqp_spark.source.batch import AMQPBatchReader
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamProtocolRangePartition, StreamRangePartition
+from tests.stream_source.streams import stream_of
 
 MESSAGES = 50
 END = 35
-
-
-@pytest.fixture
-def stream_queue(stream_urls: tuple[str, str]) -> Iterator[str]:
-    url, _ = stream_urls
-    queue = f"sb-{uuid.uuid4().hex[:8]}"
-    with connect(url) as conn, conn.channel() as ch:
-        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
-        ch.confirm_select()
-        for i in range(MESSAGES):
-            properties = {"delivery_mode": 2, "message_id": f"m{i}", "headers": {"i": i}}
-            ch.basic_publish("", queue, f"body-{i}".encode(), properties)
-        ch.wait_for_confirms(timeout=30)
-    yield queue
-    with connect(url) as conn, conn.channel() as ch:
-        ch.queue_delete(queue)
 
 
 def batch_read(
@@ -61,10 +41,15 @@ def batch_read(
 
 
 def test_a_batch_read_over_the_stream_protocol_gives_the_rows_of_amqp_0_9_1(
-    stream_urls: tuple[str, str], stream_queue: str
+    stream_urls: tuple[str, str],
 ) -> None:
-    kinds, over_protocol = batch_read(stream_urls, stream_queue, "stream")
-    amqp_kinds, over_amqp = batch_read(stream_urls, stream_queue, "amqp")
+    messages = [
+        (f"body-{i}".encode(), {"delivery_mode": 2, "message_id": f"m{i}", "headers": {"i": i}})
+        for i in range(MESSAGES)
+    ]
+    with stream_of(stream_urls[0], messages) as queue:
+        kinds, over_protocol = batch_read(stream_urls, queue, "stream")
+        amqp_kinds, over_amqp = batch_read(stream_urls, queue, "amqp")
 
     assert kinds == [StreamProtocolRangePartition] * 4
     assert set(amqp_kinds) == {StreamRangePartition}

@@ -6,7 +6,6 @@ broker sends nothing for its last chunks. The rows equal those of the AMQP 0-9-1
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,21 +13,21 @@ import pyarrow as pa
 import pytest
 
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType
-from amqp_spark.client import connect
 from amqp_spark.client.stream import StreamClient, StreamEndpoint
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.reader_choice import micro_batch_reader
-from amqp_spark.source.stream_queues.protocol_ranges import (
-    ProtocolPositions,
-    plan_protocol_ranges,
-    read_protocol_range,
-)
 from amqp_spark.source.stream_queues.ranges import StreamTails, plan_ranges, read_range
 from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamProtocolMicroBatchReader,
 )
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER, StreamFilter
+from tests.stream_source.streams import (
+    Message,
+    read_over_the_stream_protocol,
+    source_options,
+    stream_of,
+)
 
 #: Published in this order, each group confirmed before the next (a chunk or more each):
 #: (body prefix, filter value of each message; None: no header).
@@ -41,24 +40,22 @@ GROUPS: list[tuple[str, list[str | None]]] = [
 ]
 
 
+def tagged(prefix: str, values: list[str | None]) -> list[Message]:
+    """Persistent messages (over 0-9-1 the bundled broker gives a message published without
+    a delivery mode none, RabbitMQ 4 and the stream protocol 1), tagged with ``values``."""
+    return [
+        (
+            f"{prefix}{i}".encode(),
+            {"delivery_mode": 2, "headers": {} if v is None else {FILTER_VALUE_HEADER: v}},
+        )
+        for i, v in enumerate(values)
+    ]
+
+
 @pytest.fixture
 def tagged_stream(stream_urls: tuple[str, str]) -> Iterator[str]:
-    url, _ = stream_urls
-    queue = f"sf-{uuid.uuid4().hex[:8]}"
-    with connect(url) as conn, conn.channel() as ch:
-        ch.queue_declare(queue, durable=True, arguments={"x-queue-type": "stream"})
-        ch.confirm_select()
-        for prefix, values in GROUPS:
-            for i, value in enumerate(values):
-                headers = {} if value is None else {FILTER_VALUE_HEADER: value}
-                # persistent: over 0-9-1 the bundled broker gives a message published
-                # without a delivery mode none, RabbitMQ 4 and the stream protocol 1
-                properties = {"headers": headers, "delivery_mode": 2}
-                ch.basic_publish("", queue, f"{prefix}{i}".encode(), properties)
-            ch.wait_for_confirms(timeout=30)
-    yield queue
-    with connect(url) as conn, conn.channel() as ch:
-        ch.queue_delete(queue)
+    with stream_of(stream_urls[0], *(tagged(p, values) for p, values in GROUPS)) as queue:
+        yield queue
 
 
 def expected_bodies(wanted: StreamFilter) -> list[bytes]:
@@ -70,30 +67,6 @@ def expected_bodies(wanted: StreamFilter) -> list[bytes]:
     ]
 
 
-def options_of(stream_urls: tuple[str, str], queue: str, **more: str) -> SourceOptions:
-    url, stream_uri = stream_urls
-    given = {
-        "uri": url,
-        "streamUri": stream_uri,
-        "queue": queue,
-        "queueType": "stream",
-        "startingOffsets": "first",
-        "pollTimeoutMs": "300",
-        **more,
-    }
-    return SourceOptions.parse(given)
-
-
-def rows_over_the_stream_protocol(options: SourceOptions) -> list[dict[str, Any]]:
-    positions = ProtocolPositions(options)
-    try:
-        start, end = positions.initial(), StreamOffset(positions.ends(force=True))
-        ranges = plan_protocol_ranges(options, start, end, positions.committed())
-    finally:
-        positions.close()
-    return rows_of(batch for part in ranges for batch in read_protocol_range(part))
-
-
 def rows_over_amqp_0_9_1(options: SourceOptions) -> list[dict[str, Any]]:
     tails = StreamTails(options)
     try:
@@ -101,14 +74,12 @@ def rows_over_amqp_0_9_1(options: SourceOptions) -> list[dict[str, Any]]:
         ranges = plan_ranges(options, start, end, tails)
     finally:
         tails.close()
-    return rows_of(batch for part in ranges for batch in read_range(part))
+    return rows_of(pa.Table.from_batches([b for part in ranges for b in read_range(part)]))
 
 
-def rows_of(batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
+def rows_of(table: pa.Table) -> list[dict[str, Any]]:
     """Every column of every row but the delivery tag (a 0-9-1 channel's), in offset order."""
-    rows = [row for batch in batches for row in batch.to_pylist()]
-    for row in rows:
-        del row["delivery_tag"]
+    rows = table.drop_columns(["delivery_tag"]).to_pylist()
     return sorted(rows, key=lambda row: row["offset"])
 
 
@@ -124,10 +95,10 @@ def rows_of(batches: Iterator[pa.RecordBatch]) -> list[dict[str, Any]]:
 def test_a_filtered_read_gives_the_rows_of_amqp_0_9_1(
     stream_urls: tuple[str, str], tagged_stream: str, more: dict[str, str]
 ) -> None:
-    options = options_of(stream_urls, tagged_stream, **more)
+    options = source_options(*stream_urls, tagged_stream, **more)
     assert options.stream_filter is not None
 
-    over_protocol = rows_over_the_stream_protocol(options)
+    over_protocol = rows_of(read_over_the_stream_protocol(options))
 
     assert [row["body"] for row in over_protocol] == expected_bodies(options.stream_filter)
     assert over_protocol == rows_over_amqp_0_9_1(options)
@@ -156,5 +127,5 @@ def test_the_broker_skips_the_chunks_a_subscription_filter_cannot_match(
 
 def test_stream_protocol_reads_filtered_queries(stream_urls: tuple[str, str]) -> None:
     """``streamProtocol`` 'stream' takes ``filterValues`` (it used to refuse them)."""
-    options = options_of(stream_urls, "q", filterValues="eu", streamProtocol="stream")
+    options = source_options(*stream_urls, "q", filterValues="eu", streamProtocol="stream")
     assert isinstance(micro_batch_reader(options), StreamProtocolMicroBatchReader)
