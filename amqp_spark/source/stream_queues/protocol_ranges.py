@@ -239,6 +239,7 @@ def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.Recor
     means the stream was truncated or the broker is unwell.
     """
     with StreamClient(StreamEndpoint.parse(part.stream_uri), timeout=30.0) as client:
+        _subscribe(client, part)
         rows = _Rows(part.queue, part.stream_filter)
         next_offset = part.start
         for delivered in _chunks(client, part):
@@ -263,9 +264,20 @@ def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.Recor
             yield rows.take()
 
 
+def _subscribe(client: StreamClient, part: StreamProtocolRangePartition) -> None:
+    """Subscribe at the range's start with ``CREDIT_CHUNKS`` chunks of credit; with a
+    filter, as Subscribe properties, once the node has the range's end (``_chunks``)."""
+    properties = None
+    if part.stream_filter is not None:
+        _await_committed(client, part)
+        properties = part.stream_filter.subscribe_properties()
+    spec = OffsetSpecification(OffsetType.OFFSET, part.start)
+    client.subscribe(_SUBSCRIPTION, part.queue, spec, CREDIT_CHUNKS, properties)
+
+
 def _chunks(client: StreamClient, part: StreamProtocolRangePartition) -> Iterator[Buffer]:
-    """The chunks a subscription at the range's start is sent, until the caller stops (at
-    the range's end), credit given back ``CREDIT_CHUNKS / 2`` chunks at a time.
+    """The chunks the range's subscription (``_subscribe``) is sent, until the caller stops
+    (at the range's end), credit given back ``CREDIT_CHUNKS / 2`` chunks at a time.
 
     With a filter, the broker passes over the chunks whose Bloom filter cannot match and
     sends nothing for them, so silence cannot tell the range's end from a slow broker.
@@ -280,11 +292,6 @@ def _chunks(client: StreamClient, part: StreamProtocolRangePartition) -> Iterato
     read. One round trip per credit given, none per message.
     """
     filtered = part.stream_filter is not None
-    if filtered:
-        _await_committed(client, part)
-    properties = None if part.stream_filter is None else part.stream_filter.subscribe_properties()
-    spec = OffsetSpecification(OffsetType.OFFSET, part.start)
-    client.subscribe(_SUBSCRIPTION, part.queue, spec, CREDIT_CHUNKS, properties)
     credit = _Credit(client)
     while True:
         if not filtered:
