@@ -289,13 +289,14 @@ def url_parser(accepted: str, schemes: tuple[str, ...]) -> Parser[str]:
 URI = url_parser(URI_ACCEPTED, ("amqp", "amqps"))
 HTTP_URL = url_parser("an http:// or https:// URL such as 'http://host:15672'", ("http", "https"))
 STREAM_URI_ACCEPTED = (
-    "rabbitmq-stream://user:password@host:port/vhost, or with several nodes "
-    "rabbitmq-stream://user:password@node1:5552,node2:5552/vhost"
+    "rabbitmq-stream://host:port/vhost, with several nodes "
+    "rabbitmq-stream://node1:5552,node2:5552/vhost, or rabbitmq-stream+tls://... (TLS)"
 )
 
 
 def _stream_uri(value: str) -> str:
-    """A ``rabbitmq-stream://`` URI naming one node or several (``client.stream.nodes``)."""
+    """A ``rabbitmq-stream://`` or ``rabbitmq-stream+tls://`` URI naming one node or several
+    (``client.stream.nodes``)."""
     from amqp_spark.client.stream.nodes import stream_endpoints
 
     try:
@@ -317,11 +318,14 @@ def stream_uri_option(requires: Requires | None = None) -> Any:
         "streamUri",
         STREAM_URI,
         default_doc="every host of `uri` (or `addresses`) on port 5552, with `uri`'s "
-        "credentials and vhost",
-        doc="`rabbitmq-stream://user:password@host:port/vhost`, or with several nodes "
-        "`rabbitmq-stream://user:password@node1:5552,node2:5552/vhost`: where the stream "
-        "protocol is served; a connection goes to the first node that answers, to the next "
-        "when it is lost (`maxReconnectAttempts` passes over them)",
+        "credentials and vhost (amqps: `rabbitmq-stream+tls://` on port 5551, with the `uri`'s "
+        "TLS parameters)",
+        doc="`rabbitmq-stream://host:port/vhost`, or with several nodes "
+        "`rabbitmq-stream://node1:5552,node2:5552/vhost` (the login: `username`/`password`), or "
+        "`rabbitmq-stream+tls://...` (TLS; `cacertfile`, `certfile`, `keyfile`, `verify`, "
+        "`server_name_indication` as in an amqps `uri`): where the stream protocol is served; "
+        "a connection goes to the first node that answers, to the next when it is lost "
+        "(`maxReconnectAttempts` passes over them)",
         requires=requires,
     )
 

@@ -1,10 +1,12 @@
 """Stream filtering (RabbitMQ 3.13+) as both ends of the connector use it.
 
 The sink sets the header ``x-stream-filter-value`` on each message; the source passes
-``x-stream-filter`` and ``x-stream-match-unfiltered`` when it consumes a stream queue, and
-checks every delivery again: the broker filters by chunk with a Bloom filter, so it may
-deliver messages that do not match (those sharing a chunk with a match, or a false
-positive), and RabbitMQ before 3.13 ignores the arguments and delivers everything.
+``x-stream-filter`` and ``x-stream-match-unfiltered`` when it consumes a stream queue over
+AMQP 0-9-1 (``filter.N`` and ``match-unfiltered`` when it subscribes over the stream
+protocol), and checks every message again by that header: the broker filters by chunk with
+a Bloom filter, so it may deliver messages that do not match (those sharing a chunk with a
+match, or a false positive), and RabbitMQ before 3.13 ignores the filter and delivers
+everything.
 """
 
 from __future__ import annotations
@@ -31,10 +33,20 @@ class StreamFilter:
             "x-stream-match-unfiltered": self.match_unfiltered,
         }
 
+    def subscribe_properties(self) -> dict[str, str]:
+        """The same filter as the properties of a stream-protocol ``Subscribe`` (RabbitMQ's
+        ``filter.N`` and ``match-unfiltered``)."""
+        properties = {f"filter.{i}": value for i, value in enumerate(self.values)}
+        properties["match-unfiltered"] = "true" if self.match_unfiltered else "false"
+        return properties
+
     def keeps(self, properties: Any) -> bool:
         """Whether a delivery with these content properties matches (the check after the
         broker's)."""
-        headers: Mapping[str, Any] | None = properties.headers
+        return self.keeps_headers(properties.headers)
+
+    def keeps_headers(self, headers: Mapping[str, Any] | None) -> bool:
+        """Whether a message with these headers matches."""
         value = headers.get(FILTER_VALUE_HEADER) if headers else None
         if value is None:
             return self.match_unfiltered

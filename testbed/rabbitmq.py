@@ -230,6 +230,16 @@ def missing_rabbitmq(major: int) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files of a node's TLS listeners: its certificate and key, and the CA it trusts
+    for client certificates."""
+
+    certfile: Path
+    keyfile: Path
+    cacertfile: Path
+
+
 class RabbitMQNode:
     """A private RabbitMQ node of ``install``; use as a context manager or call start() and
     stop(). ``plugins`` are enabled from the start (none by default); with
@@ -246,10 +256,16 @@ class RabbitMQNode:
         install: RabbitMQInstall,
         start_timeout: float = 90.0,
         plugins: Sequence[str] = (),
+        tls: TlsFiles | None = None,
     ) -> None:
         self.install = install
         self.start_timeout = start_timeout
         self.plugins = tuple(plugins)
+        #: with ``tls``: amqps on ``tls_port``, the stream protocol over TLS on
+        #: ``stream_tls_port`` (client certificates verified when given, not required)
+        self.tls = tls
+        self.tls_port = free_port()
+        self.stream_tls_port = free_port()
         self.port = free_port()
         self.dist_port = free_port()
         self.epmd_port = free_port()
@@ -328,7 +344,30 @@ class RabbitMQNode:
                 f"stream.advertised_host = 127.0.0.1\n"
                 f"stream.advertised_port = {self.stream_port}\n"
             )
+        if self.tls is not None:
+            config += self._tls_config(self.tls)
         (d / "rabbitmq.conf").write_text(config)
+
+    def _tls_config(self, tls: TlsFiles) -> str:
+        """The TLS listeners' lines, the files copied where the node sees them."""
+        assert self._node_dir is not None
+        here, there = self._workdir / "tls", self._node_dir / "tls"
+        here.mkdir(exist_ok=True)
+        lines = [f"listeners.ssl.1 = 127.0.0.1:{self.tls_port}"]
+        for name, path in (
+            ("certfile", tls.certfile),
+            ("keyfile", tls.keyfile),
+            ("cacertfile", tls.cacertfile),
+        ):
+            shutil.copyfile(path, here / name)
+            lines.append(f"ssl_options.{name} = {there / name}")
+        lines += ["ssl_options.verify = verify_peer", "ssl_options.fail_if_no_peer_cert = false"]
+        if STREAM_PLUGIN in self.plugins:
+            lines += [
+                f"stream.listeners.ssl.1 = 127.0.0.1:{self.stream_tls_port}",
+                f"stream.advertised_tls_port = {self.stream_tls_port}",
+            ]
+        return "\n".join(lines) + "\n"
 
     def start(self) -> None:
         self._dir, self._node_dir = self.install.temporary_directory()

@@ -16,7 +16,7 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from amqp_protocol import frames
 
@@ -196,6 +196,27 @@ def _mechanisms(auth_mechanism: str | None, client_certificate: bool) -> tuple[s
     if auth_mechanism.upper() not in accepted:
         raise ValueError(f"auth_mechanism={auth_mechanism!r}: supported are {accepted}")
     return (auth_mechanism.upper(),)
+
+
+def tls_of_query(query: str) -> tuple[ssl.SSLContext, str | None]:
+    """The TLS context and the server name to ask for of a URL query that holds TLS
+    parameters only (``cacertfile``, ``certfile``, ``keyfile``, ``verify``,
+    ``server_name_indication``), read as in an amqps URL: a ``rabbitmq-stream+tls://`` URI's.
+    Raises ValueError naming what is wrong."""
+    values = _query(query, "amqps")
+    others = sorted(set(values) - set(_TLS_PARAMS))
+    if others:
+        raise ValueError(
+            f"URL query parameter(s) {', '.join(others)} not taken here; accepted: "
+            f"{', '.join(_TLS_PARAMS)}"
+        )
+    return _ssl_context(values), values.get("server_name_indication")
+
+
+def tls_query(url: str) -> str:
+    """The TLS parameters of ``url``'s query, as a query (the rest left out)."""
+    kept = [(k, v) for k, v in parse_qsl(urlsplit(url).query) if k in _TLS_PARAMS]
+    return urlencode(kept)
 
 
 def _ssl_context(query: Mapping[str, str]) -> ssl.SSLContext:

@@ -2,7 +2,7 @@
 
 * Stream queues: ranges per queue from ``startingOffsets`` (``first`` unless given: a batch
   read reads what is there) to ``endingOffsets``, read by executors like a streaming
-  batch: reading twice returns the same rows.
+  batch, over the protocol ``streamProtocol`` chooses: reading twice returns the same rows.
 * Classic queues: each queue is drained by one task, up to the number of messages the queue
   held at planning (and at most ``maxMessagesPerTrigger``). What was read is then either
   requeued (``ackBatchReads=false``, the default: the read is a non-destructive peek, the
@@ -24,7 +24,17 @@ from amqp_spark.source.arrow import to_record_batch
 from amqp_spark.source.connecting import consume_on_new_channel, open_with_retry, using_queue
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.partitions import QueueDrainPartition, StreamRangePartition
+from amqp_spark.source.partitions import (
+    QueueDrainPartition,
+    StreamProtocolRangePartition,
+    StreamRangePartition,
+)
+from amqp_spark.source.reader_choice import over_stream_protocol
+from amqp_spark.source.stream_queues.protocol_ranges import (
+    ProtocolPositions,
+    plan_protocol_ranges,
+    read_protocol_range,
+)
 from amqp_spark.source.stream_queues.ranges import (
     ROWS_PER_RECORD_BATCH,
     StreamTails,
@@ -49,22 +59,34 @@ class AMQPBatchReader(DataSourceReader):
             return list(self._stream_ranges())
         return self._queue_drains()
 
-    def _stream_ranges(self) -> list[StreamRangePartition]:
+    def _stream_ranges(self) -> list[InputPartition]:
+        """Ranges over RabbitMQ's stream protocol where ``streamProtocol`` chooses it (as
+        for streaming reads, ``reader_choice``), else over AMQP 0-9-1."""
         self.options = with_partitions(self.options)  # superStream: its partition streams
+        if over_stream_protocol(self.options):
+            positions = ProtocolPositions(self.options)
+            try:
+                start, end = positions.initial(), self._end(positions.ends(force=True))
+                committed = positions.committed() if self.options.stream_filter else None
+            finally:
+                positions.close()
+            return list(plan_protocol_ranges(self.options, start, end, committed))
         tails = StreamTails(self.options)
         try:
-            start = tails.initial()
-            ends = tails.ends()
+            start, end = tails.initial(), self._end(tails.ends())
         finally:
             tails.close()
+        return list(plan_ranges(self.options, start, end, tails))
+
+    def _end(self, ends: dict[str, int]) -> StreamOffset:
+        """Where the read ends: ``endingOffsets`` within where the streams end now."""
         wanted = self.options.ending_offsets
-        end = StreamOffset(
+        return StreamOffset(
             {
                 q: min(wanted.get(q, e), e) if isinstance(wanted, dict) else e
                 for q, e in ends.items()
             }
         )
-        return plan_ranges(self.options, start, end, tails)
 
     def _queue_drains(self) -> list[InputPartition]:
         opts = self.options
@@ -97,7 +119,9 @@ class AMQPBatchReader(DataSourceReader):
         ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if isinstance(partition, StreamRangePartition):
+        if isinstance(partition, StreamProtocolRangePartition):
+            yield from read_protocol_range(partition)
+        elif isinstance(partition, StreamRangePartition):
             yield from read_range(partition)
         elif isinstance(partition, QueueDrainPartition):
             yield from drain_queue(partition)

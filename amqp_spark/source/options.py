@@ -262,8 +262,10 @@ class SourceOptions:
         default_doc="none",
         doc="body bytes per micro-batch at most (`ReadMaxBytes`)",
         details="body bytes per micro-batch at most (`ReadMaxBytes`); a batch always takes at "
-        "least one message. For streams estimated from the average body size seen. Both limits may "
-        "be given; both apply.",
+        "least one message. For streams estimated from the average message size seen: over AMQP "
+        "0-9-1 the bodies the driver's tail receives, over the stream protocol the stored size "
+        "of the messages (body and AMQP 1.0 sections) of the chunks the driver reads, so a "
+        "batch there may hold a little less. Both limits may be given; both apply.",
     )
     min_messages_per_trigger: int | None = option(
         "minMessagesPerTrigger",

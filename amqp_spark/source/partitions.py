@@ -56,6 +56,10 @@ class StreamProtocolRangePartition(InputPartition):
     poll_timeout: float
     max_reconnect_attempts: int
     fail_on_data_loss: bool = True
+    stream_filter: StreamFilter | None = None  #: filterValues: only matches become rows
+    #: with a filter: the stream's committed chunk when the range was planned (it holds the
+    #: range's end or follows it); -1: not known
+    committed_chunk_id: int = -1
 
 
 @dataclass

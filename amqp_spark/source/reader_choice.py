@@ -8,10 +8,10 @@ import logging
 
 from amqp_spark.client.exceptions import ClientError
 from amqp_spark.client.stream.nodes import connect_stream
-from amqp_spark.options import OptionError, redact_uri
+from amqp_spark.options import redact_uri
 from amqp_spark.source.classic.classic_micro_batch import ClassicMicroBatchReader
 from amqp_spark.source.micro_batch import MicroBatchReader
-from amqp_spark.source.options import STREAM_PROTOCOLS, SourceOptions
+from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamProtocolMicroBatchReader,
     StreamQueueMicroBatchReader,
@@ -44,20 +44,9 @@ def over_stream_protocol(options: SourceOptions) -> bool:
     """Whether stream queues are read over RabbitMQ's stream protocol: ``streamProtocol``
     'stream', or 'auto' when the broker answers on ``streamUri`` (logged either way)."""
     wanted = options.stream_protocol
-    filtering = options.stream_filter is not None
     if wanted == "amqp":
         return False
-    if wanted == "stream" and filtering:
-        raise OptionError(
-            "streamProtocol",
-            wanted,
-            " or ".join(p for p in STREAM_PROTOCOLS if p != "stream"),
-            "filterValues is read over AMQP 0-9-1 only for now",
-        )
     where = redact_uri(options.stream_uri_for_connections)
-    if filtering:
-        log.info("amqp source: stream queues read over AMQP 0-9-1 (filterValues is read there)")
-        return False
     if wanted == "stream":
         log.info("amqp source: stream queues read over the stream protocol at %s", where)
         return True

@@ -11,6 +11,7 @@ protocol's code, then the socket.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -79,6 +80,8 @@ class StreamConnection(asyncio.Protocol):
         self._alarm = listener.server.blocked_reason is not None
         self.publishers: dict[int, Publisher] = {}
         self.subscriptions: dict[int, Subscription] = {}
+        #: commands received and not yet handled (``_handle_held``)
+        self._held: collections.deque[Command] = collections.deque()
         self._deliver_v2 = False
         self._heartbeat_timer: asyncio.TimerHandle | None = None
         #: the authenticated user's name (logs, management)
@@ -112,6 +115,7 @@ class StreamConnection(asyncio.Protocol):
         self._writable = True
         self._update_reading()
         self._pump_all()
+        self._handle_held()
 
     def set_alarm(self, alarm: bool) -> None:
         """A resource alarm set or cleared (``StreamListener.set_alarm``)."""
@@ -132,9 +136,21 @@ class StreamConnection(asyncio.Protocol):
         if self._closing:
             return
         try:
-            for command in self.proto.receive_data(data):
-                if self._closing:
-                    return
+            self._held.extend(self.proto.receive_data(data))
+        except StreamProtocolError as e:
+            self.fail(e.code, str(e))
+            return
+        self._handle_held()
+
+    def _handle_held(self) -> None:
+        """Handle the commands received, in order, while the writer takes more. A command
+        after one whose chunks wait for the writer waits too, so that its answer follows
+        those chunks, as RabbitMQ's does (it sends a subscription's chunks before it reads
+        the next command): a filtered reader relies on it to learn that the broker passed
+        over the chunks it did not send (``amqp_spark.source.stream_queues``)."""
+        try:
+            while self._held and self._writable and not self._closing:
+                command = self._held.popleft()
                 handler = _HANDLERS.get(type(command))
                 if handler is None:
                     raise StreamProtocolError(

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 from chispa import assert_df_equality
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from amqp_spark.client import connect
 from amqp_spark.source.options import SourceOptions
@@ -20,8 +20,10 @@ from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamProtocolMicroBatchReader,
     StreamQueueMicroBatchReader,
 )
+from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 from tests.spark.test_source_round_trip import HEADERS, PROPERTIES
 from tests.spark.test_source_stream_columns import read_by_a_streaming_query
+from tests.stream_source.streams import stream_of
 from tests.support.super_streams import declare_over_amqp
 
 pytestmark = [pytest.mark.spark]
@@ -51,25 +53,86 @@ def test_rows_over_the_stream_protocol_equal_rows_over_amqp_0_9_1(
 ) -> None:
     url, stream_uri = stream_urls
     queue = publish_stream(url, MESSAGES)
-    options = {
+    # three ranges, read by two tasks at once
+    options = from_first(url, stream_uri, queue, rowsPerPartition="1000")
+    over_protocol = rows_equal_over_both_protocols(amqp_spark, options)
+
+    assert over_protocol.count() == MESSAGES
+    assert over_protocol.select("offset").distinct().count() == MESSAGES
+    assert over_protocol.where("delivery_tag IS NOT NULL").count() == 0
+
+
+def from_first(url: str, stream_uri: str, queue: str, **more: str) -> dict[str, str]:
+    """A streaming query's options reading ``queue`` from its first offset."""
+    return {
         "uri": url,
         "queue": queue,
         "queueType": "stream",
         "startingOffsets": "first",
         "streamUri": stream_uri,
-        "rowsPerPartition": "1000",  # three ranges, read by two tasks at once
+        **more,
     }
-    over_protocol = read_by_a_streaming_query(amqp_spark, {**options, "streamProtocol": "stream"})
-    over_amqp = read_by_a_streaming_query(amqp_spark, {**options, "streamProtocol": "amqp"})
 
-    assert over_protocol.count() == MESSAGES
-    assert over_protocol.select("offset").distinct().count() == MESSAGES
-    assert over_protocol.where("delivery_tag IS NOT NULL").count() == 0
+
+def rows_equal_over_both_protocols(spark: SparkSession, options: dict[str, str]) -> DataFrame:
+    """The rows a streaming query with ``options`` reads over the stream protocol, checked
+    to equal those over AMQP 0-9-1 in every column but the delivery tag."""
+    over_protocol = read_by_a_streaming_query(spark, {**options, "streamProtocol": "stream"})
+    over_amqp = read_by_a_streaming_query(spark, {**options, "streamProtocol": "amqp"})
     assert_df_equality(
         over_protocol.drop("delivery_tag").orderBy("offset"),
         over_amqp.drop("delivery_tag").orderBy("offset"),
         ignore_nullable=True,
     )
+    return over_protocol
+
+
+def test_a_filtered_query_reads_the_same_rows_over_both_protocols(
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
+) -> None:
+    """``filterValues`` over the stream protocol: the chunks the broker skips, the messages of
+    the chunks it sends that do not match dropped by the reader, as over 0-9-1."""
+    url, stream_uri = stream_urls
+    groups = (
+        [
+            (
+                f"{batch}-{i}-{value}".encode(),
+                {**PROPERTIES, "headers": {FILTER_VALUE_HEADER: value}},
+            )
+            for i, value in enumerate(values)
+        ]
+        for batch, values in enumerate((["eu", "us"] * 20, ["us"] * 30, ["eu"] * 5, ["us"] * 9))
+    )
+    with stream_of(url, *groups) as queue:
+        options = from_first(url, stream_uri, queue, filterValues="eu", rowsPerPartition="40")
+        over_protocol = rows_equal_over_both_protocols(amqp_spark, options)
+
+    bodies = sorted(bytes(row.body) for row in over_protocol.select("body").collect())
+    assert len(bodies) == 25 and all(body.endswith(b"-eu") for body in bodies)
+
+
+def test_a_batch_read_reads_the_same_rows_over_both_protocols(
+    stream_urls: tuple[str, str], amqp_spark: SparkSession
+) -> None:
+    url, stream_uri = stream_urls
+    queue = publish_stream(url, 300)
+    options = {
+        "uri": url,
+        "queue": queue,
+        "queueType": "stream",
+        "streamUri": stream_uri,
+        "endingOffsets": f'{{"{queue}": 250}}',
+        "rowsPerPartition": "100",
+    }
+
+    def read(protocol: str) -> DataFrame:
+        found = amqp_spark.read.format("amqp").options(**options, streamProtocol=protocol)
+        return found.load().drop("delivery_tag").orderBy("offset")
+
+    over_protocol = read("stream")
+    offsets = [row.offset for row in over_protocol.select("offset").collect()]
+    assert offsets == list(range(offsets[0], 250))  # from the stream's first offset
+    assert_df_equality(over_protocol, read("amqp"), ignore_nullable=True)
 
 
 def test_auto_reads_over_the_stream_protocol_where_it_answers(

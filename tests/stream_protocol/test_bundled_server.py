@@ -176,6 +176,37 @@ def test_a_reader_that_does_not_keep_up_holds_its_connection_back() -> None:
             assert _message_count(b.url, "side") == 1
 
 
+def test_a_command_after_chunks_that_wait_for_the_socket_is_answered_after_them() -> None:
+    """As on RabbitMQ, whose connection sends a subscription's chunks before it reads the
+    next command: a StreamStats sent together with a filtered Subscribe is answered after
+    every chunk of that subscription's credit, however long they wait for a full socket (a
+    filtered range reader relies on it to know the broker passed over the rest)."""
+    with Broker(config={"write_buffer_high": 16_384}) as b:
+        with _opened(b.stream_url) as writer:
+            assert writer.create("big") == OK
+            assert writer.declare_publisher(1, "", "big") == OK
+            for batch in range(100):  # 10 MB in 100 chunks: more than socket buffers hold
+                messages = [(batch * 100 + i, b"x" * 1000) for i in range(100)]
+                writer.publish(1, messages, filter_value="eu" if batch % 2 else "us")
+                writer.confirmed()
+        with _opened(b.stream_url) as reader:
+            subscribe = struct.pack(">IB", 91, 1) + string("big") + struct.pack(">HH", 1, 1000)
+            subscribe += struct.pack(">i", 1) + string("filter.0") + string("eu")
+            stats = struct.pack(">I", 92) + string("big")
+            one_write = b"".join(
+                struct.pack(">IHH", 4 + len(payload), key, 1) + payload
+                for key, payload in ((0x07, subscribe), (0x1C, stats))
+            )
+            reader.sock.sendall(one_write)
+            time.sleep(0.5)  # the chunks fill the socket; the reader reads nothing
+            keys: list[int] = []
+            while not keys or keys[-1] != 0x801C:
+                frame = reader.read_frame()
+                assert frame is not None
+                keys.append(frame.key)
+            assert keys == [0x8007] + [0x08] * 50 + [0x801C]
+
+
 def test_a_resource_alarm_holds_stream_publishers_back() -> None:
     """As RabbitMQ blocks them: a connection with publishers is not read while the memory
     watermark is crossed, and goes on when it clears."""

@@ -12,6 +12,7 @@ import pytest
 from testbed.rabbitmq import (
     RabbitMQNode,
     RabbitMQUnavailable,
+    TlsFiles,
     find_rabbitmq,
     missing_rabbitmq,
     rabbitmq,
@@ -36,7 +37,7 @@ def rabbitmq_url(major: int = 4) -> Iterator[str]:
 
 @contextlib.contextmanager
 def private_rabbitmq_node(
-    purpose: str, major: int = 4, plugins: Sequence[str] = ()
+    purpose: str, major: int = 4, plugins: Sequence[str] = (), tls: TlsFiles | None = None
 ) -> Iterator[RabbitMQNode]:
     """A RabbitMQ ``major`` node of the caller alone, with ``plugins`` enabled, for tests
     that restart it or raise its alarms (the session's node is shared, and an external
@@ -46,7 +47,7 @@ def private_rabbitmq_node(
     install = find_rabbitmq(major)
     if install is None:
         _fail_in_ci_else_skip(f"no private RabbitMQ node {purpose}: {missing_rabbitmq(major)}")
-    node = RabbitMQNode(install, plugins=plugins)
+    node = RabbitMQNode(install, plugins=plugins, tls=tls)
     try:
         node.start()
     except RabbitMQUnavailable as e:

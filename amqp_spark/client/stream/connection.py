@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import collections
 import socket
+import ssl
 import time
 import urllib.parse
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from amqp_protocol.generated import stream as c
@@ -35,7 +36,7 @@ from amqp_protocol.stream.errors import StreamProtocolError
 from amqp_protocol.stream.values import OffsetSpecification
 from amqp_spark.client.addresses import Address
 from amqp_spark.client.exceptions import ClientError, ClientTimeout
-from amqp_spark.client.parameters import parse_url_hosts
+from amqp_spark.client.parameters import parse_url_hosts, tls_of_query, tls_query
 from amqp_spark.options import redact_uri
 
 C = TypeVar("C", bound=Command)
@@ -43,6 +44,9 @@ E = TypeVar("E", bound="StreamEndpoint")
 
 #: The stream protocol's port on RabbitMQ and on the bundled broker.
 DEFAULT_STREAM_PORT = 5552
+#: The stream protocol over TLS: RabbitMQ's port for it and the scheme its clients use.
+DEFAULT_STREAM_TLS_PORT = 5551
+SCHEME, TLS_SCHEME = "rabbitmq-stream", "rabbitmq-stream+tls"
 _READ_BYTES = 1 << 20
 #: What the broker sends unasked that waits, in order, until it is taken.
 _KEPT = (c.Deliver, c.DeliverV2, c.PublishConfirm, c.PublishError)
@@ -66,27 +70,40 @@ class StreamConnectionLost(ClientError):
 
 @dataclass(frozen=True)
 class StreamEndpoint:
-    """Where a ``rabbitmq-stream://user:password@host:port/vhost`` URI points."""
+    """Where a ``rabbitmq-stream://user:password@host:port/vhost`` URI points, or a
+    ``rabbitmq-stream+tls://...`` one (TLS; query parameters ``cacertfile``, ``certfile``,
+    ``keyfile``, ``verify``, ``server_name_indication`` as in an amqps URI)."""
 
     host: str
     port: int
     username: str
     password: str
     vhost: str
+    tls: ssl.SSLContext | None = field(default=None, repr=False, compare=False)
+    server_hostname: str | None = None  #: with TLS, the name asked for (default: ``host``)
 
     @classmethod
     def parse(cls: type[E], uri: str) -> E:
         parts = urllib.parse.urlsplit(uri)
-        if parts.scheme != "rabbitmq-stream" or not parts.hostname:
+        if parts.scheme not in (SCHEME, TLS_SCHEME) or not parts.hostname:
             raise ValueError(
-                f"not a rabbitmq-stream://user:password@host:port/vhost URI: {redact_uri(uri)!r}"
+                f"not a {SCHEME}://user:password@host:port/vhost URI (or {TLS_SCHEME}://): "
+                f"{redact_uri(uri)!r}"
             )
+        tls, server_hostname = None, None
+        if parts.scheme == TLS_SCHEME:
+            tls, server_hostname = tls_of_query(parts.query)
+        elif parts.query:
+            raise ValueError(f"query parameters of a stream URI need {TLS_SCHEME}://")
+        default_port = DEFAULT_STREAM_PORT if tls is None else DEFAULT_STREAM_TLS_PORT
         return cls(
             host=parts.hostname,
-            port=parts.port or DEFAULT_STREAM_PORT,
+            port=parts.port or default_port,
             username=urllib.parse.unquote(parts.username or "guest"),
             password=urllib.parse.unquote(parts.password or "guest"),
             vhost=urllib.parse.unquote(parts.path[1:]) if len(parts.path) > 1 else "/",
+            tls=tls,
+            server_hostname=server_hostname or (parts.hostname if tls else None),
         )
 
     @property
@@ -97,14 +114,33 @@ class StreamEndpoint:
 def default_stream_uri(uri: str) -> str:
     """The stream protocol's URI of the AMQP URI ``uri`` (what ``streamUri`` defaults to):
     every host it names (with ``addresses``, each address's host) on the stream protocol's
-    port, once each, with its credentials and vhost (see ``nodes``)."""
+    port, once each, with its credentials and vhost (see ``nodes``); for an amqps ``uri``,
+    over TLS on RabbitMQ's port for it, with the ``uri``'s TLS parameters."""
     hosts = parse_url_hosts(uri)
     params = hosts[0]
     quote = urllib.parse.quote
     user, password = quote(params.username, safe=""), quote(params.password, safe="")
     vhost = quote(params.virtual_host, safe="")
-    nodes = ",".join(dict.fromkeys(str(Address(h.host, DEFAULT_STREAM_PORT)) for h in hosts))
-    return f"rabbitmq-stream://{user}:{password}@{nodes}/{vhost}"
+    tls = params.ssl_context is not None
+    port = DEFAULT_STREAM_TLS_PORT if tls else DEFAULT_STREAM_PORT
+    nodes = ",".join(dict.fromkeys(str(Address(h.host, port)) for h in hosts))
+    if not tls:
+        return f"{SCHEME}://{user}:{password}@{nodes}/{vhost}"
+    query = tls_query(uri)
+    stream_uri = f"{TLS_SCHEME}://{user}:{password}@{nodes}/{vhost}"
+    return f"{stream_uri}?{query}" if query else stream_uri
+
+
+def _tls_wrapped(sock: socket.socket, endpoint: StreamEndpoint) -> socket.socket:
+    """``sock`` after a TLS handshake as ``endpoint`` says (closed if that fails)."""
+    assert endpoint.tls is not None
+    try:
+        return endpoint.tls.wrap_socket(sock, server_hostname=endpoint.server_hostname)
+    except OSError as exc:
+        sock.close()
+        raise StreamConnectionLost(
+            f"stream protocol: TLS with {endpoint.address} failed: {exc}"
+        ) from None
 
 
 class StreamClient:
@@ -120,6 +156,8 @@ class StreamClient:
                 f"stream protocol: cannot connect to {endpoint.address}: {exc}"
             ) from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if endpoint.tls is not None:
+            self._sock = _tls_wrapped(self._sock, endpoint)
         self._conn = StreamConnection(Role.CLIENT)
         self._arrived: collections.deque[Command] = collections.deque()
         self.server_properties: dict[str, Any] = {}
@@ -177,11 +215,23 @@ class StreamClient:
         return dict(answer.stats)
 
     def subscribe(
-        self, subscription_id: int, stream: str, offset: OffsetSpecification, credit: int
+        self,
+        subscription_id: int,
+        stream: str,
+        offset: OffsetSpecification,
+        credit: int,
+        properties: Mapping[str, str] | None = None,
     ) -> None:
+        """Subscribe with ``credit`` chunks; ``properties`` as RabbitMQ takes them
+        (``filter.N``, ``match-unfiltered``)."""
         self.request(
             c.Subscribe(
-                self._conn.next_correlation_id(), subscription_id, stream, offset, credit, {}
+                self._conn.next_correlation_id(),
+                subscription_id,
+                stream,
+                offset,
+                credit,
+                dict(properties or {}),
             ),
             c.SubscribeResponse,
             f"subscribing to stream {stream!r}",

@@ -36,6 +36,8 @@ from amqp_spark.options import redact_uri
 
 from .connection import (
     DEFAULT_STREAM_PORT,
+    DEFAULT_STREAM_TLS_PORT,
+    TLS_SCHEME,
     StreamClient,
     StreamConnectionLost,
     StreamEndpoint,
@@ -59,7 +61,8 @@ def stream_endpoints(uri: str) -> tuple[StreamEndpoint, ...]:
     userinfo, at, hosts = parts.netloc.rpartition("@")
     if "," not in hosts:
         return (StreamEndpoint.parse(uri),)
-    nodes = parse_addresses(hosts, DEFAULT_STREAM_PORT)
+    tls = parts.scheme == TLS_SCHEME
+    nodes = parse_addresses(hosts, DEFAULT_STREAM_TLS_PORT if tls else DEFAULT_STREAM_PORT)
     return tuple(
         StreamEndpoint.parse(parts._replace(netloc=f"{userinfo}{at}{node}").geturl())
         for node in nodes

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Mapping
 
+from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import OffsetError, StreamOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.stream_queues.starting import Exactly, First, Last, Next, QueueStart
@@ -49,6 +50,17 @@ def batch_end(
             room -= take
         positions[queue] = begin + take
     return StreamOffset.of(positions, options.super_stream)
+
+
+def room(limits: Limits, records: int, size: int) -> int | None:
+    """The rows a batch may take (None: no bound): ``maxMessagesPerTrigger``, and
+    ``maxBytesPerTrigger`` over the average size of the ``records`` messages seen (``size``
+    bytes in all; at least one row)."""
+    rows = limits.max_rows
+    if limits.max_bytes is not None and records:
+        by_bytes = max(1, limits.max_bytes * records // max(size, 1))
+        rows = by_bytes if rows is None else min(rows, by_bytes)
+    return rows
 
 
 def check_reads(options: SourceOptions, start: StreamOffset) -> None:

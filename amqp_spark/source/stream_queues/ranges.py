@@ -208,10 +208,7 @@ class StreamTails:
         are estimated from the average message size seen)."""
         positions.check_reads(self._options, start)
         ends = self.ends()
-        room = limits.max_rows
-        if limits.max_bytes is not None and self._count:
-            by_bytes = max(1, limits.max_bytes * self._count // max(self._bytes, 1))
-            room = by_bytes if room is None else min(room, by_bytes)
+        room = positions.room(limits, self._count, self._bytes)
         return positions.batch_end(self._options, start, ends, room)
 
     def report(self) -> dict[str, int]:

@@ -112,7 +112,12 @@ class StreamProtocolMicroBatchReader(_StreamRangesReader[ProtocolPositions]):
 
     def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         first, last = StreamOffset.from_dict(start), StreamOffset.from_dict(end)
-        ranges: list[InputPartition] = list(plan_protocol_ranges(self.options, first, last))
+        committed = None
+        if self.options.stream_filter is not None:  # filtered reads wait for it on replicas
+            committed = self._runner_state().committed()
+        ranges: list[InputPartition] = list(
+            plan_protocol_ranges(self.options, first, last, committed)
+        )
         log.info(
             "amqp source: stream batch %s -> %s in %d range(s) (stream protocol)",
             start,
