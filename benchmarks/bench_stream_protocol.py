@@ -5,10 +5,10 @@ One stream queue of ``--count`` 100-byte messages (1,000,000 by default; 100,000
 messages, so every run reads the same backlog), read by a Trigger.AvailableNow query into
 the ``noop`` sink at the source's defaults for a backlog (``queueType`` stream,
 ``startingOffsets`` first) with ``streamProtocol`` ``stream`` (``streamUri`` the broker's
-stream port) and ``amqp``, in a local[2] session started beforehand. Two brokers in one
-run: the bundled broker in its own process (``python -m broker --stream-port``) and
-RabbitMQ 4 (``rabbitmq_stream``; ``AMQP_SPARK_RABBITMQ_URL`` or a private node,
-testbed/rabbitmq.py).
+stream port) and ``amqp``, the login given as the options ``username`` and ``password``,
+in a local[2] session started beforehand. Two brokers in one run: the bundled broker in
+its own process (``python -m broker --stream-port``) and RabbitMQ 4 (``rabbitmq_stream``;
+``AMQP_SPARK_RABBITMQ_URL`` or a private node, testbed/rabbitmq.py).
 
 Per broker, one untimed run of each protocol over a tenth of the backlog warms the
 runner, the Python workers and the JVM up; then the two protocols alternate over
@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from amqp_spark.datasource import AMQPDataSource
 from benchmarks.bench_source import _fill, _load, _size, _source_rate
 from benchmarks.common import Row, row
+from benchmarks.login import login_options
 from benchmarks.process_cpu import ProcessCPU, rabbitmq_node_pid
 from testbed.broker_process import BrokerProcess
 from testbed.rabbitmq import free_port, rabbitmq, stream_uri_of
@@ -92,11 +93,13 @@ BROKERS: dict[str, tuple[str, Callable[[], contextlib.AbstractContextManager[End
 
 
 def _options(protocol: str, where: Endpoints) -> dict[str, str]:
+    """The source's options (``uri`` among them, in place of ``_source_rate``'s), the login
+    as ``username`` and ``password``."""
     return {
         "queueType": "stream",
         "startingOffsets": "first",
         "streamProtocol": protocol,
-        "streamUri": where.stream_uri,
+        **login_options(uri=where.url, streamUri=where.stream_uri),
     }
 
 
