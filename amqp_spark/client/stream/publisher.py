@@ -122,7 +122,8 @@ class StreamPublisher:
             while publisher.window.room == 0:
                 self._take_answer()
             end, size = start, 0
-            while end < len(messages) and end - start < publisher.window.room:
+            last = min(len(messages), start + publisher.window.room)
+            while end < last:
                 size += message_size(messages[end], filtered)
                 if size > room_in_frame:
                     break
