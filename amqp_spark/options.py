@@ -300,8 +300,8 @@ def stream_uri_option(requires: Requires | None = None) -> Any:
         "streamUri",
         STREAM_URI,
         default_doc="`uri`'s host, credentials and vhost, port 5552",
-        doc="`rabbitmq-stream://user:password@host:port/vhost`: where the stream protocol "
-        "is served",
+        doc="`rabbitmq-stream://host:port/vhost`: where the stream protocol is served (the "
+        "login: the options `username` and `password`, as for `uri`)",
         requires=requires,
     )
 
