@@ -68,15 +68,23 @@ def to_stream_runs(
         )
     )
     stored = _stored_ids_apart(rows) if _only_ids_differ(plan) else _stored(rows)
+    filter_values = [
+        None if (headers := _headers(properties)) is None else headers.get(FILTER_VALUE_HEADER)
+        for _, _, properties in rows
+    ]
+    messages = [
+        PublishedMessage(publishing_id, message, filter_value)
+        for publishing_id, message, filter_value in zip(ids, stored, filter_values, strict=True)
+    ]
+    if isinstance(route, str):
+        return [StreamRun(route, messages)] if messages else []
     runs: dict[str, StreamRun] = {}
-    for (key, _, properties), message, publishing_id in zip(rows, stored, ids, strict=True):
-        stream = route if isinstance(route, str) else route[key]
+    for (key, _, _), message in zip(rows, messages, strict=True):
+        stream = route[key]
         run = runs.get(stream)
         if run is None:
             run = runs[stream] = StreamRun(stream)
-        headers = _headers(properties)
-        filter_value = None if headers is None else headers.get(FILTER_VALUE_HEADER)
-        run.messages.append(PublishedMessage(publishing_id, message, filter_value))
+        run.messages.append(message)
     return list(runs.values())
 
 
@@ -98,12 +106,15 @@ def _stored_ids_apart(rows: Iterable[Publish]) -> Iterator[bytes]:
     fraction of the cost: two messages whose ids have as many bytes encode alike but for
     the id's bytes and the body's data section, which ends the message. So the first row
     of each id length is encoded in full and cut around its id and before its body's
-    encoding, and the rows after it are put together from the cuts. (The sink's ids share
+    encoding, and the rows after it are put together from the cuts and the body's
+    encoding (whose constructor depends on the body's length only). (The sink's ids share
     a prefix and differ in the row number: a few lengths per task; they never begin with
     ``urn:uuid:``, the one kind of id ``from_amqp091`` stores other than as a string.)
     Where the id's bytes appear more than once, the rows of that length are encoded in
     full."""
     cuts: dict[int, tuple[bytes, bytes] | None] = {}
+    #: per body length, the bytes before the body in its encoding (its constructor)
+    constructors: dict[int, bytes] = {}
     for _, body, properties in rows:
         message_id = _message_id(properties).encode()
         size = len(message_id)
@@ -111,10 +122,14 @@ def _stored_ids_apart(rows: Iterable[Publish]) -> Iterator[bytes]:
             message = from_amqp091(properties, body)
             cuts[size] = _cut(message, message_id, encode(body))
             yield message
-        elif (cut := cuts[size]) is not None:
-            yield cut[0] + message_id + cut[1] + encode(body)
-        else:
+        elif (cut := cuts[size]) is None:
             yield from_amqp091(properties, body)
+        else:
+            constructor = constructors.get(len(body))
+            if constructor is None:
+                encoded = encode(body)
+                constructor = constructors[len(body)] = encoded[: len(encoded) - len(body)]
+            yield b"".join((cut[0], message_id, cut[1], constructor, body))
 
 
 def _cut(message: bytes, message_id: bytes, body: bytes) -> tuple[bytes, bytes] | None:
