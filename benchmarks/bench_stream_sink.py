@@ -37,15 +37,11 @@ the ratios sink-stream / sink-0-9-1 and sink-stream / rstream.
 from __future__ import annotations
 
 import asyncio
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from rstream import ConfirmationStatus, Producer
 
@@ -53,15 +49,20 @@ from amqp_protocol.amqp10 import from_amqp091
 from amqp_protocol.stream.chunk import ChunkHeader, parse_chunk_header
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType
 from amqp_spark.client.stream import StreamClient, StreamEndpoint
-from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.sink.settings import SinkSettings
+from benchmarks import stream_brokers
 from benchmarks.bench_sink import BODY, write_rate
-from benchmarks.bench_source import _fill, _load, _size
-from benchmarks.bench_stream_protocol import BROKERS, Endpoints
+from benchmarks.bench_source import _fill, _size
 from benchmarks.common import Row, row
 from benchmarks.login import login_options
-from benchmarks.process_cpu import ProcessCPU, rabbitmq_node_pid
-from testbed.spark import local_session
+from benchmarks.stream_brokers import (
+    BROKERS,
+    Best,
+    Endpoints,
+    best_of_rounds,
+    command_line,
+    on_each_broker,
+)
 
 STREAM = "bench-stream-sink"
 #: The writers, in this order.
@@ -88,17 +89,6 @@ RATIOS = (
     ("sink-stream / sink-0-9-1", "stream", "amqp"),
     ("sink-stream / rstream", "stream", "rstream"),
 )
-
-
-@dataclass
-class Best:
-    rate: float = 0.0
-    #: CPU-seconds per million rows by group (a group absent: not this writer's).
-    cpu: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def total(self) -> float:
-        return sum(self.cpu.values())
 
 
 def _groups(writer: str, seconds: dict[str, float], count: int) -> dict[str, float]:
@@ -198,7 +188,7 @@ async def _rstream_publish(
 
 
 def _writers(
-    spark: Any, where: Endpoints, count: int, messages: Sequence[bytes]
+    spark: Any, where: Endpoints, messages: Sequence[bytes]
 ) -> dict[str, Callable[[int], float]]:
     """Per writer: a function that writes that many rows into ``STREAM`` and returns rows/s."""
     max_in_flight = SinkSettings.parse({"uri": where.url}).max_in_flight
@@ -223,28 +213,18 @@ def _best_rates(
     spark: Any, where: Endpoints, count: int, rounds: int, messages: Sequence[bytes], label: str
 ) -> dict[str, Best]:
     """Each writer's best run over ``rounds``, the order rotating."""
-    port = urlsplit(where.url).port
-    broker_pid = rabbitmq_node_pid(port) if port is not None else None
-    writers = _writers(spark, where, count, messages)
+    writers = _writers(spark, where, messages)
     for write in writers.values():
         _one_run(where, write, max(1, count // 10))
-    best = {writer: Best() for writer in WRITERS}
-    for i in range(rounds):
-        for writer in WRITERS[i % 3 :] + WRITERS[: i % 3]:
-            load = _load()
-            with ProcessCPU(broker_pid) as cpu:
-                rate = _one_run(where, writers[writer], count)
-            per_million = _groups(writer, cpu.seconds, count)
-            print(
-                f"{label}: {LABELS[writer]}: {rate:,.0f} rows/s; CPU-s per 1M rows "
-                + ", ".join(f"{GROUP_LABELS[g]} {v:.2f}" for g, v in per_million.items())
-                + f"; load {load}-{_load()}",
-                file=sys.stderr,
-                flush=True,
-            )
-            if rate > best[writer].rate:
-                best[writer] = Best(rate, per_million)
-    return best
+
+    def writing(writer: str) -> Callable[[], float]:
+        return lambda: _one_run(where, writers[writer], count)
+
+    def per_million(writer: str, seconds: dict[str, float]) -> dict[str, float]:
+        return _groups(writer, seconds, count)
+
+    runs = {writer: writing(writer) for writer in WRITERS}
+    return best_of_rounds(runs, rounds, where, per_million, (label, LABELS, GROUP_LABELS))
 
 
 def measure(
@@ -252,54 +232,16 @@ def measure(
 ) -> dict[str, dict[str, Best]]:
     """Per broker (of ``only``), each writer's best."""
     messages = rstream_messages(count)
-    found: dict[str, dict[str, Best]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-stream-sink-") as scratch:
-        spark = local_session(Path(scratch))
-        spark.dataSource.register(AMQPDataSource)
-        try:
-            for name in BROKERS:
-                if name not in only:
-                    continue
-                broker, start = BROKERS[name]
-                with start() as where:
-                    found[broker] = _best_rates(spark, where, count, rounds, messages, broker)
-        finally:
-            spark.stop()
-    return found
 
+    def on(spark: Any, where: Endpoints, scratch: Path, broker: str) -> dict[str, Best]:
+        return _best_rates(spark, where, count, rounds, messages, broker)
 
-def _cell(best: Best, group: str) -> str:
-    return f"{best.cpu[group]:.2f}" if group in best.cpu else "-"
-
-
-def _ratio(ours: float | None, theirs: float | None) -> str:
-    return f"{ours / theirs:.2f}x" if ours is not None and theirs else "-"
+    return on_each_broker(on, only, "bench-stream-sink-")
 
 
 def markdown(found: dict[str, dict[str, Best]]) -> str:
     """One row per broker and writer, then the ratios."""
-    lines = [
-        "| broker | writer | rows/s | CPU-s per 1M rows: "
-        + " | ".join(GROUP_LABELS[g] for g in GROUPS)
-        + " | all |",
-        "| --- | --- | --- | " + " | ".join("---" for _ in GROUPS) + " | --- |",
-    ]
-    for broker, best in found.items():
-        for writer in WRITERS:
-            b = best[writer]
-            lines.append(
-                f"| {broker} | {LABELS[writer]} | {b.rate:,.0f} | "
-                + " | ".join(_cell(b, g) for g in GROUPS)
-                + f" | {b.total:.2f} |"
-            )
-        for label, mine, theirs in RATIOS:
-            ours, reference = best[mine], best[theirs]
-            lines.append(
-                f"| {broker} | {label} | {_ratio(ours.rate, reference.rate)} | "
-                + " | ".join(_ratio(ours.cpu.get(g), reference.cpu.get(g)) for g in GROUPS)
-                + f" | {_ratio(ours.total, reference.total)} |"
-            )
-    return "\n".join(lines)
+    return stream_brokers.markdown(found, "writer", LABELS, GROUP_LABELS, RATIOS)
 
 
 def _rows(broker: str, count: int, best: dict[str, Best]) -> list[Row]:
@@ -332,16 +274,7 @@ def _sink_size(quick: bool, count: int | None, rounds: int | None) -> tuple[int,
 
 
 if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_stream_sink")
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--count", type=int, help="rows written per run")
-    parser.add_argument("--rounds", type=int, help="rounds (each writer once a round)")
-    parser.add_argument(
-        "--broker", action="append", choices=tuple(BROKERS), help="only this broker (repeatable)"
+    count, rounds, brokers = command_line(
+        "python -m benchmarks.bench_stream_sink", "rows written per run", _sink_size
     )
-    args = parser.parse_args()
-    count, rounds = _sink_size(args.quick, args.count, args.rounds)
-    found = measure(count, rounds, tuple(args.broker or BROKERS))
-    print(markdown(found))
+    print(markdown(measure(count, rounds, brokers)))
