@@ -122,8 +122,7 @@ class StreamPublisher:
             while publisher.window.room == 0:
                 self._take_answer()
             end, size = start, 0
-            last = min(len(messages), start + publisher.window.room)
-            while end < last:
+            while end < len(messages) and end - start < publisher.window.room:
                 size += message_size(messages[end], filtered)
                 if size > room_in_frame:
                     break
