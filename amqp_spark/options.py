@@ -288,7 +288,24 @@ def url_parser(accepted: str, schemes: tuple[str, ...]) -> Parser[str]:
 
 URI = url_parser(URI_ACCEPTED, ("amqp", "amqps"))
 HTTP_URL = url_parser("an http:// or https:// URL such as 'http://host:15672'", ("http", "https"))
-STREAM_URI = url_parser("rabbitmq-stream://user:password@host:port/vhost", ("rabbitmq-stream",))
+STREAM_URI_ACCEPTED = (
+    "rabbitmq-stream://user:password@host:port/vhost, or with several nodes "
+    "rabbitmq-stream://user:password@node1:5552,node2:5552/vhost"
+)
+
+
+def _stream_uri(value: str) -> str:
+    """A ``rabbitmq-stream://`` URI naming one node or several (``client.stream.nodes``)."""
+    from amqp_spark.client.stream.nodes import stream_endpoints
+
+    try:
+        stream_endpoints(value)
+    except ValueError as e:
+        raise Refused(str(e)) from None
+    return value
+
+
+STREAM_URI = Parser(STREAM_URI_ACCEPTED, _stream_uri, redact=True)
 
 SECRET = Parser("a non-empty string (never shown)", _non_empty)
 
@@ -299,9 +316,13 @@ def stream_uri_option(requires: Requires | None = None) -> Any:
     return option(
         "streamUri",
         STREAM_URI,
-        default_doc="`uri`'s host, credentials and vhost, port 5552",
-        doc="`rabbitmq-stream://host:port/vhost`: where the stream protocol is served (the "
-        "login: the options `username` and `password`, as for `uri`)",
+        default_doc="every host of `uri` (or `addresses`) on port 5552, with `uri`'s "
+        "credentials and vhost",
+        doc="`rabbitmq-stream://host:port/vhost`, or with several nodes "
+        "`rabbitmq-stream://node1:5552,node2:5552/vhost` (the login: the options `username` "
+        "and `password`, as for `uri`): where the stream protocol is served; a connection "
+        "goes to the first node that answers, to the next when it is lost "
+        "(`maxReconnectAttempts` passes over them)",
         requires=requires,
     )
 

@@ -27,3 +27,10 @@ def attempts(retries: int, sleep: Callable[[float], None] = time.sleep) -> Itera
     for number, pause in enumerate(pauses(retries), start=1):
         sleep(pause)
         yield number
+
+
+def after_losses(losses: int) -> float:
+    """The pause before opening again after ``losses`` connections lost in a row (each
+    opened, then lost before it did anything): none after the first, a node that died is
+    left at once; then as between attempts, the broker being unwell for a while."""
+    return 0.0 if losses <= 1 else pauses(losses - 1)[-1]

@@ -176,8 +176,10 @@ class SinkSettings:
         details="the name of a stream queue: every row is published to it over RabbitMQ's "
         "stream protocol (`streamUri`), with publisher deduplication, so that a retried task, "
         "a retried batch or a restarted query stores no row twice (see the guarantee below). "
-        "`exchange`, `routingKey`, `superStream`, `mandatory` and `addresses` do not apply; "
-        "`confirm` must stay `true`",
+        "`exchange`, `routingKey`, `superStream` and `mandatory` do not apply; "
+        "`confirm` must stay `true`. A task whose connection is lost goes on through the "
+        "next node of `streamUri` (by default every host of `addresses` on port 5552) and "
+        "sends again only what the stream does not hold",
     )
     stream_protocol: str = option(
         "streamProtocol",

@@ -1,8 +1,9 @@
 """One task's rows into streams over RabbitMQ's stream protocol: the ``stream`` option, and
 ``superStream`` with ``streamProtocol`` 'stream'.
 
-The task opens one stream-protocol connection (``streamUri``) and writes under its producer
-name with its rows' publishing ids (``stream_ids``): a super stream's rows go to the
+The task opens one stream-protocol connection to a node of ``streamUri`` (every node of
+``addresses`` unless set; ``client.stream.nodes``) and writes under its producer name with
+its rows' publishing ids (``stream_ids``): a super stream's rows go to the
 partition stream their binding key names (chosen as over AMQP 0-9-1, ``super_stream``).
 Before the first row for a stream, the publisher is declared and the stream asked for the
 highest publishing id it holds under that name, which says how many of the rows an earlier
@@ -10,17 +11,22 @@ attempt of this task stored (a retried task, a batch replayed after a restart): 
 logged, and every row is sent all the same. The broker drops those it holds when they
 arrive, which stays right when the answer came from a leader that failed before it
 replicated them (skipping them would lose them). The task returns once every row is
-confirmed, so Spark commits the batch only when all its rows are in the streams.
+confirmed, so Spark commits the batch only when all its rows are in the streams. A
+connection lost meanwhile (its node died), or a stream without a leader for a moment, moves
+the task to the next node, where it sends again what the stream does not hold
+(``StreamPublisher``); ``maxReconnectAttempts`` bounds each reconnection and the losses in a
+row without a confirm.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from amqp_spark.client.stream import StreamClient, StreamEndpoint
+from amqp_spark.client.stream import StreamClient
+from amqp_spark.client.stream.nodes import nothing, open_stream
 from amqp_spark.client.stream.publisher import StreamPublisher
 
 from .columns import ColumnPlan
@@ -44,9 +50,20 @@ def publish_to_streams(
     ``ids.query``); returns how many rows were confirmed (those dropped as held included)."""
     publishing = PublishingIds(producer_name(ids.query, ids.partition), ids.batch)
     route = _route(settings)
-    endpoint = StreamEndpoint.parse(settings.stream_uri_for_connections)
-    with StreamClient(endpoint) as client:
-        publisher = StreamPublisher(client, publishing.producer, settings.max_in_flight, where)
+    uri, attempts = settings.stream_uri_for_connections, settings.max_reconnect_attempts
+
+    def reconnect(setup: Callable[[StreamClient], None]) -> StreamClient:
+        return open_stream(uri, attempts, f"amqp sink ({where})", setup)[0]
+
+    publisher = StreamPublisher(
+        reconnect(nothing),
+        publishing.producer,
+        settings.max_in_flight,
+        where,
+        reconnect=reconnect,
+        max_losses=attempts + 1,
+    )
+    try:
         declared: set[str] = set()
         row = 0
         for batch in batches:
@@ -57,6 +74,8 @@ def publish_to_streams(
                 publisher.publish(run.stream, run.messages)
             row += batch.num_rows
         return publisher.finish()
+    finally:
+        publisher.client.close()
 
 
 def _log_earlier_attempt(publishing: PublishingIds, sequence: int, stream: str) -> None:

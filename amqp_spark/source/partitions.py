@@ -46,13 +46,15 @@ class StreamRangePartition(InputPartition):
 @dataclass
 class StreamProtocolRangePartition(InputPartition):
     """Offsets ``[start, end)`` of one stream queue, read by the executor over RabbitMQ's
-    stream protocol (``stream_uri``: a ``rabbitmq-stream://`` URI)."""
+    stream protocol (``stream_uri``: a ``rabbitmq-stream://`` URI naming one node or
+    several)."""
 
     stream_uri: str
     queue: str
     start: int
     end: int
     poll_timeout: float
+    max_reconnect_attempts: int
     fail_on_data_loss: bool = True
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from amqp_spark.client.exceptions import ClientError
-from amqp_spark.client.stream import StreamClient, StreamEndpoint
+from amqp_spark.client.stream.nodes import connect_stream
 from amqp_spark.options import OptionError, redact_uri
 from amqp_spark.source.classic.classic_micro_batch import ClassicMicroBatchReader
 from amqp_spark.source.micro_batch import MicroBatchReader
@@ -62,9 +62,7 @@ def over_stream_protocol(options: SourceOptions) -> bool:
         log.info("amqp source: stream queues read over the stream protocol at %s", where)
         return True
     try:
-        StreamClient(
-            StreamEndpoint.parse(options.stream_uri_for_connections), timeout=PROBE_SECONDS
-        ).close()
+        connect_stream(options.stream_uri_for_connections, timeout=PROBE_SECONDS).close()
     except (ClientError, OSError) as e:
         log.info(
             "amqp source: stream queues read over AMQP 0-9-1: the stream protocol does not "

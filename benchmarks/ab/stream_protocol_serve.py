@@ -1,8 +1,9 @@
 """What serving a stream over the stream protocol costs the bundled broker: ``python -m
-broker`` on a data directory, a stream of N 100-byte messages published over 0-9-1 (stored
-as 0-9-1 records: converted to AMQP 1.0 when served) or over the stream protocol (stored as
-published), then read from ``first`` with a raw stream-protocol client, twice. Prints
-msgs/s and the broker's CPU per message (``/proc``).
+broker`` on a data directory, a stream of N 100-byte messages published over 0-9-1 or over
+the stream protocol (stored as AMQP 1.0 messages in Osiris chunks either way, served as
+stored; before the ``osiris`` branch 0-9-1 records were converted when served), then
+read from ``first`` with a raw stream-protocol client, twice. Prints msgs/s and the
+broker's CPU per message (``/proc``).
 
 ``python -m benchmarks.ab.stream_protocol_serve [--messages 200000]``
 """

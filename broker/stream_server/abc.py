@@ -11,7 +11,6 @@ if TYPE_CHECKING:
     from ..model.vhost import VirtualHost
     from ..server.abc import Server
     from ..streams.queue import StreamQueue
-    from .messages import ChunkCache
 
 
 class Listener(Protocol):
@@ -29,8 +28,6 @@ class Listener(Protocol):
 
     @property
     def connections(self) -> set[Any]: ...
-
-    def chunk_cache(self, queue: StreamQueue) -> ChunkCache: ...
 
     def advertised(self, transport: asyncio.BaseTransport | None) -> tuple[str, int]:
         """The host and port a client on ``transport`` reaches the listener at."""

@@ -30,7 +30,6 @@ from ..access import Access
 from ..config import User
 from ..model.vhost import VirtualHost
 from ..server.admission import LOOPBACK_ONLY, admit, authenticate, server_properties
-from ..streams.amqp10_records import raw_record
 from ..streams.chunk_filter import consumer_filter
 from ..streams.offset_spec import OffsetSpec
 from ..streams.queue import StreamQueue
@@ -365,7 +364,7 @@ class StreamConnection(asyncio.Protocol):
                 if m.publishing_id <= tracking.publisher_sequence(reference):
                     continue
                 tracking.written(reference, m.publishing_id)
-            queue.append_message(raw_record(bytes(m.message), queue.name), m.filter_value or "")
+            queue.append_record(bytes(m.message), m.filter_value or "")
         queue.flush()
         if confirmed:
             self.send(cmd.PublishConfirm(c.publisher_id, confirmed))
@@ -422,7 +421,6 @@ class StreamConnection(asyncio.Protocol):
             cursor,
             c.credit,
             consumer_filter(commands.filter_arguments(c.properties)),
-            self.listener.chunk_cache(queue),
         )
         self.subscriptions[c.subscription_id] = subscription
         queue.watchers.append(self._pump_all)

@@ -1,19 +1,16 @@
 """The stream protocol's listeners (plain, and TLS when the broker has a ``[tls]``
-section with a ``stream_port``), their connections and the chunk caches they share."""
+section with a ``stream_port``) and their connections."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import tls
 from ..config import BrokerConfig
-from ..streams.queue import StreamQueue
 from .connection import StreamConnection
-from .messages import ChunkCache
 
 if TYPE_CHECKING:
     from ..server.abc import Server
@@ -51,9 +48,6 @@ class StreamListener:
         self.frame_max = FRAME_MAX
         self.connections: set[StreamConnection] = set()
         self._listeners: list[asyncio.Server] = []
-        self._caches: weakref.WeakKeyDictionary[StreamQueue, ChunkCache] = (
-            weakref.WeakKeyDictionary()
-        )
         self.port = 0
         self.tls_port = 0
 
@@ -94,12 +88,6 @@ class StreamListener:
         (or go on) being read."""
         for conn in list(self.connections):
             conn.set_alarm(alarm)
-
-    def chunk_cache(self, queue: StreamQueue) -> ChunkCache:
-        cache = self._caches.get(queue)
-        if cache is None:
-            cache = self._caches[queue] = ChunkCache()
-        return cache
 
     def advertised(self, transport: asyncio.BaseTransport | None) -> tuple[str, int]:
         """The host and port a client on ``transport`` reaches this listener at (Metadata,

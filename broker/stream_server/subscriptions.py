@@ -2,7 +2,9 @@
 client granted, and the filter it asked for.
 
 A subscription is sent whole chunks, as RabbitMQ sends them: one ``Deliver`` per chunk,
-each taking one credit; a chunk its filter cannot match is passed unread. Sending stops
+each taking one credit, the chunk's bytes as the log stores them (one ``pread``; the
+header and the data section, without the bloom filter and trailer, as Osiris's
+``send_file`` does); a chunk its filter cannot match is passed unread. Sending stops
 when the credit is spent or the connection's writer is paused (the socket's buffer is
 full), and goes on when either comes back or the stream grows.
 """
@@ -11,11 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from amqp_protocol.stream.chunk import delivered_parts
+from amqp_protocol.stream.chunk import HEADER, parse_chunk_header
 
 from ..streams.chunk_filter import ConsumerFilter
 from ..streams.queue import StreamQueue
-from .messages import ChunkCache
 
 #: A Deliver frame's sender: subscription id, the chunk's header and data, committed id.
 SendChunk = Callable[[int, memoryview, memoryview, int], None]
@@ -29,14 +30,12 @@ class Subscription:
         cursor: int,
         credit: int,
         wanted: ConsumerFilter | None,
-        cache: ChunkCache,
     ) -> None:
         self.id = subscription_id
         self.queue = queue
         self.cursor = cursor
         self.credit = credit
         self.wanted = wanted
-        self._cache = cache
 
     def pump(self, send: SendChunk, can_write: Callable[[], bool]) -> None:
         """Send chunks from the cursor while there is credit and the writer takes them."""
@@ -46,13 +45,18 @@ class Subscription:
             if cursor >= log.next_offset:
                 self.cursor = cursor
                 return
-            start = log.chunk_start(cursor)
-            filter_bytes, after = log.chunk_filter(start)
-            self.cursor = after
-            if self.wanted is not None and not self.wanted.matches_chunk(filter_bytes):
-                continue
-            chunk = self._cache.chunk(log.read_chunk(start))
-            header, data = delivered_parts(chunk)
+            if self.wanted is not None:
+                filter_bytes, after = log.chunk_filter(cursor)
+                if not self.wanted.matches_chunk(filter_bytes):
+                    self.cursor = after
+                    continue
+            stored = memoryview(log.stored_chunk(cursor))
+            header = parse_chunk_header(stored)
+            self.cursor = header.next_offset
+            data = HEADER.size + header.bloom_size
             last = log.last_chunk_offset
-            send(self.id, header, data, start if last is None else last)
+            committed = header.first_offset if last is None else last
+            send(
+                self.id, stored[: HEADER.size], stored[data : data + header.data_length], committed
+            )
             self.credit -= 1

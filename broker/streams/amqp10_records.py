@@ -1,107 +1,91 @@
-"""Records of a stream in the form their protocol published them.
+"""Stream records are AMQP 1.0 messages, as RabbitMQ 4 stores them.
 
-A 0-9-1 publish is stored as the broker's 0-9-1 message (``store.message_codec``); a
-stream-protocol publish is stored as the bytes it came as (normally an AMQP 1.0 message),
-the body of a record marked with the ``x-stream-raw-record`` header. Each side reads its
-own kind as stored and the other kind converted as RabbitMQ 4 converts it
-(``amqp_protocol.amqp10``): a stream-protocol reader gets a 0-9-1 record as the AMQP 1.0
-message RabbitMQ 4 stores for that publish (``from_amqp091``), a 0-9-1 consumer gets a
-raw record as RabbitMQ 4 delivers that AMQP 1.0 message over 0-9-1 (``to_amqp091``).
+A stream-protocol publish is stored as the bytes it came as; a 0-9-1 publish as the AMQP
+1.0 message RabbitMQ 4 stores for it (``amqp_protocol.amqp10.from_amqp091``: the
+properties, headers as application properties or ``x-`` annotations, ``x-exchange`` and
+``x-routing-key``). ``Amqp10Writer`` encodes the sections before the body once per
+distinct exchange, routing key and content header (a publisher's messages mostly share
+them) and appends each body as its data section. ``delivery.py`` turns the records back
+into 0-9-1 deliveries.
+
+``legacy_chunk_records`` converts the records of the broker's old log format (a 0-9-1
+message as ``store.message_codec`` encodes it, or a stream publish's bytes as the body of
+a record marked ``x-stream-raw-record``) for ``legacy_log.migrate``.
 """
 
 from __future__ import annotations
 
-from amqp_protocol import SPEC_0_9_1
-from amqp_protocol.amqp10 import from_amqp091, to_amqp091
+from amqp_protocol.amqp10 import from_amqp091
 from amqp_protocol.amqp10.amqp091 import AMQP10_TYPE
-from amqp_protocol.values import Long, encode_shortstr
 
-from ..model.message import Message, StoredMessage
-from ..store.message_codec import decode_message, encoded_parts
+from ..model.message import HEADER_PREFIX, Message
+from ..store.message_codec import decode_message
+from .chunk_filter import InvalidFilter, chunk_filter, filter_value_of
+from .legacy_log import LegacyChunk
 
-#: The header of a record that holds a stream publish's bytes as they came.
+#: The header of an old-format record that holds a stream publish's bytes as they came.
 RAW_RECORD_HEADER = "x-stream-raw-record"
-#: Its name as a content header's table holds it: a header without it is no raw record.
-RAW_RECORD_NAME = encode_shortstr(RAW_RECORD_HEADER)
-_BASIC_PROPERTIES = SPEC_0_9_1.properties("basic")
-_RAW_PROPERTIES = {"headers": {RAW_RECORD_HEADER: True}}
-
-
-def raw_record(data: bytes, stream: str) -> Message:
-    """The record to store for the bytes of a stream-protocol publish to ``stream``."""
-    return Message("", stream, _BASIC_PROPERTIES(**_RAW_PROPERTIES), data)
-
-
-def is_raw(stored: StoredMessage) -> bool:
-    headers = stored.properties.headers
-    return bool(headers) and headers.get(RAW_RECORD_HEADER) is True
-
-
-def amqp10_of(payload: bytes) -> bytes:
-    """The AMQP 1.0 message (a raw record: its bytes) of one stored record."""
-    stored = decode_message(payload)
-    if is_raw(stored):
-        return stored.body
-    return from_amqp091(
-        stored.properties.present(), stored.body, stored.exchange, stored.routing_key
-    )
-
-
 #: The end of ``from_amqp091``'s encoding of an empty body: one data section, empty.
 _EMPTY_DATA_SECTION = b"\x00\x53\x75\xa0\x00"
-#: What ``Amqp10Records`` keeps for a header whose records are raw / converted whole.
-_RAW, _WHOLE = 0, 1
 _VBIN8, _VBIN32 = b"\x00\x53\x75\xa0", b"\x00\x53\x75\xb0"
+#: How many distinct prefixes a writer keeps.
+_PREFIXES_KEPT = 4096
 
 
-class Amqp10Records:
-    """``amqp10_of`` for the records of one chunk, which mostly share their envelope and
-    content header: the sections before the body are encoded once per distinct pair, and
-    each record's body appended as its data section. A raw record is its body; one whose
-    body is an AMQP 1.0 encoding (type ``amqp-1.0``) takes ``amqp10_of``."""
+def _prefix(message: Message) -> bytes | None:
+    """The encoded sections before the body of ``message`` 's AMQP 1.0 form; None when
+    its body is itself an AMQP 1.0 encoding (type ``amqp-1.0``: converted whole)."""
+    properties = message.properties.present()
+    if properties.get("type") == AMQP10_TYPE:
+        return None
+    empty = from_amqp091(properties, b"", message.exchange, message.routing_key)
+    assert empty.endswith(_EMPTY_DATA_SECTION)
+    return empty[: -len(_EMPTY_DATA_SECTION)]
+
+
+class Amqp10Writer:
+    """``from_amqp091`` for the 0-9-1 messages published to one stream."""
 
     def __init__(self) -> None:
-        self._prefixes: dict[tuple[bytes, bytes], bytes | int] = {}
+        self._prefixes: dict[tuple[bytes, bytes], bytes | None] = {}
 
-    def convert(self, payload: bytes) -> bytes:
-        envelope, header, body = encoded_parts(payload)
-        key = (envelope, header)
-        prefix = self._prefixes.get(key)
+    def encode(self, message: Message) -> bytes:
+        """The AMQP 1.0 message RabbitMQ 4 stores for the 0-9-1 ``message``."""
+        key = (message.envelope, message.header_payload[HEADER_PREFIX:])
+        if key in self._prefixes:
+            prefix = self._prefixes[key]
+        else:
+            if len(self._prefixes) >= _PREFIXES_KEPT:
+                self._prefixes.clear()
+            prefix = self._prefixes[key] = _prefix(message)
+        body = message.body
         if prefix is None:
-            prefix = self._prefixes[key] = self._prefix(payload)
-        if not isinstance(prefix, bytes):
-            return body if prefix == _RAW else amqp10_of(payload)
+            properties = message.properties.present()
+            return from_amqp091(properties, body, message.exchange, message.routing_key)
         size = len(body)
         if size < 0x100:
             return b"".join((prefix, _VBIN8, size.to_bytes(1, "big"), body))
         return b"".join((prefix, _VBIN32, size.to_bytes(4, "big"), body))
 
-    @staticmethod
-    def _prefix(payload: bytes) -> bytes | int:
+
+def legacy_chunk_records(chunk: LegacyChunk, filter_size: int) -> tuple[list[bytes], bytes]:
+    """The AMQP 1.0 records and bloom filter of a chunk of the old log format. A filter
+    of version 2 is kept; a version 1 chunk (no filter) gets the filter of its messages'
+    ``x-stream-filter-value`` headers (it predates stream-protocol publishes)."""
+    writer = Amqp10Writer()
+    records: list[bytes] = []
+    values: list[str] = []
+    for payload in chunk.payloads:
         stored = decode_message(payload)
-        properties = stored.properties.present()
-        if is_raw(stored):
-            return _RAW
-        if properties.get("type") == AMQP10_TYPE:
-            return _WHOLE
-        empty = from_amqp091(properties, b"", stored.exchange, stored.routing_key)
-        assert empty.endswith(_EMPTY_DATA_SECTION)
-        return empty[: -len(_EMPTY_DATA_SECTION)]
-
-
-def amqp091_of_raw(stored: StoredMessage, queue: str, offset: int, offset_header: str) -> Message:
-    """What a 0-9-1 consumer of ``queue`` gets for a raw record at ``offset``: the AMQP 1.0
-    message as RabbitMQ 4 delivers it, with the offset header; bytes that are no AMQP 1.0
-    message come as the body, with the offset header alone."""
-    try:
-        delivery = to_amqp091(stored.body, queue, offset)
-    except ValueError:
-        properties = _BASIC_PROPERTIES(headers={offset_header: Long(offset)})
-        return Message("", queue, properties, stored.body)
-    fields = dict(delivery.properties)
-    headers = dict(fields.get("headers") or {})
-    headers[offset_header] = Long(offset)
-    fields["headers"] = headers
-    return Message(
-        delivery.exchange, delivery.routing_key, _BASIC_PROPERTIES(**fields), delivery.body
-    )
+        headers = stored.properties.headers or {}
+        if headers.get(RAW_RECORD_HEADER) is True:
+            records.append(stored.body)
+            continue
+        records.append(writer.encode(stored))
+        try:
+            values.append(filter_value_of(headers))
+        except InvalidFilter:
+            values.append("")
+    if chunk.filter_bytes or not any(values):
+        return records, chunk.filter_bytes
+    return records, chunk_filter(values, filter_size)

@@ -3,11 +3,13 @@
 A publisher tags a message with the header ``x-stream-filter-value`` (a string). Each chunk
 of the log carries a Bloom filter of the filter values of its messages, where a message
 without one counts as the empty string (so a chunk says whether it holds unfiltered
-messages). A consumer that passes ``x-stream-filter`` (a string or an array of strings) and
-optionally ``x-stream-match-unfiltered`` (true) is sent only the chunks whose filter may hold
-one of its values (the empty string too when it matches unfiltered ones). A chunk that
-matches is delivered whole, non-matching messages included, so clients check each message
-again. No false negatives: a chunk holding a wanted value is always delivered.
+messages); as in Osiris, a chunk none of whose messages has a value carries no filter, and
+holds unfiltered messages alone. A consumer that passes ``x-stream-filter`` (a string or
+an array of strings) and optionally ``x-stream-match-unfiltered`` (true) is sent only the
+chunks whose filter may hold one of its values (the empty string too when it matches
+unfiltered ones). A chunk that matches is delivered whole, non-matching messages included,
+so clients check each message again. No false negatives: a chunk holding a wanted value is
+always delivered.
 
 What RabbitMQ 4.0.5 does with odd arguments (measured with pika) and this module copies:
 a filter that is neither a string nor an array is ignored (no filtering); an array's
@@ -59,10 +61,11 @@ def chunk_filter(values: Iterable[str], size: int = FILTER_BYTES) -> bytes:
 
 
 def may_contain(filter_bytes: bytes, value: str) -> bool:
-    """Whether a chunk with this filter may hold a message with ``value``. An empty filter
-    (a chunk written before filters existed) may hold anything."""
+    """Whether a chunk with this filter may hold a message with ``value``. A chunk without
+    a filter holds unfiltered messages alone (Osiris writes none when no message has a
+    filter value)."""
     if not filter_bytes:
-        return True
+        return value == UNFILTERED
     bits = int.from_bytes(filter_bytes, "little")
     return all(bits >> position & 1 for position in _bit_positions(value, len(filter_bytes) * 8))
 

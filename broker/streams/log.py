@@ -1,20 +1,20 @@
-"""The storage of a stream queue: an append-only, segmented log of records in a directory.
+"""The storage of a stream queue: an append-only, segmented log of chunks in a directory,
+in the layout of RabbitMQ's Osiris.
 
-No asyncio and no AMQP here: a record is an offset, a timestamp and opaque bytes. The on-disk
-format is described in ``broker/streams/README.md``; in short:
+No asyncio and no AMQP here: a record is an offset, a timestamp and opaque bytes (the
+broker stores AMQP 1.0 messages). The on-disk format is Osiris's (``osiris_log.erl``;
+``broker/streams/README.md`` has the details):
 
-* ``<first offset, 20 digits>.segment``: a 16-byte header (magic ``AMQPSTRM``, format
-  version), then chunks. A chunk is what one ``append`` wrote: a 28-byte header (first
-  offset, timestamp in ms, record count, data size, CRC32 of header and data), then the
-  data: since version 2 the chunk's filter (a u8 length and its bytes, opaque here: see
-  ``chunk_filter.py``), then the records, each a u32 length and its bytes. Offsets are
-  dense across chunks and segments. A version 1 segment (no filters) is still read, its
-  chunks having an empty filter; the next append after opening one starts a new segment.
-* ``<first offset>.index``: a 16-byte header (magic ``AMQPSIDX``, version), then one
-  24-byte entry per chunk (first offset, file position, timestamp; little-endian int64).
-  The index is sparse (per chunk, not per record) and can always be rebuilt from the
-  segment; entries not yet written when the process died are recovered by scanning the
-  segment from the last indexed chunk.
+* ``<first offset, 20 digits>.segment``: ``OSIL`` and the log version (u32, 1), then
+  chunks back to back, each as ``amqp_protocol.stream.chunk.build_chunk`` makes it: the
+  48-byte chunk header (magic and version, type, entries, records, timestamp, epoch, first
+  offset, CRC-32 of the data, data, trailer and bloom sizes), the bloom filter of the
+  chunk's filter values (none when no message has one), the entries. A chunk is served
+  to a stream-protocol subscriber as it is stored.
+* ``<first offset>.index``: ``OSII`` and the index version (u32, 1), then one 29-byte
+  entry per chunk: chunk id (its first offset), timestamp, epoch, file position, chunk
+  type. The index is derived: entries not yet written when the process died, or a
+  damaged index, are recovered by scanning the segment from the last good entry.
 
 A segment is sealed (fsynced, never written again) when it reaches ``max_segment_bytes``
 and the next append starts a new one. Retention drops whole sealed segments, oldest first.
@@ -26,7 +26,6 @@ import bisect
 import logging
 import os
 import struct
-import sys
 import time
 import zlib
 from array import array
@@ -34,21 +33,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from amqp_protocol.stream.chunk import (
+    HEADER,
+    ChunkError,
+    ChunkType,
+    build_chunk,
+    chunk_records,
+    entry_bounds,
+    parse_chunk_header,
+)
+
+from ..store.files import fsync_dir
+
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
-#: The first version whose chunks carry a filter.
-FILTERS_SINCE = 2
-SEGMENT_MAGIC = b"AMQPSTRM"
-INDEX_MAGIC = b"AMQPSIDX"
+#: Osiris's log and index versions (``LOG_VERSION``, ``IDX_VERSION``).
+FORMAT_VERSION = 1
+SEGMENT_MAGIC = b"OSIL"
+INDEX_MAGIC = b"OSII"
+#: The epoch of every chunk: a single node's log, whose leader never changes.
+EPOCH = 1
 #: RabbitMQ's default for ``x-stream-max-segment-size-bytes``.
 DEFAULT_MAX_SEGMENT_BYTES = 500_000_000
+#: The bloom filter of a chunk is at most this long (its size is a u8 of the header).
+MAX_BLOOM_BYTES = 255
 
-_FILE_HEADER = struct.Struct(">8sI4x")  # magic, format version, reserved
-_CHUNK_HEADER = struct.Struct(">QqIII")  # first offset, timestamp ms, records, data size, crc
-_CHUNK_CRC_AT = _CHUNK_HEADER.size - 4
-_RECORD_LENGTH = struct.Struct(">I")
-_INDEX_ENTRY_BYTES = 24  # three int64: first offset, position, timestamp
+_FILE_HEADER = struct.Struct(">4sI")  # magic, version
+#: chunk id, timestamp, epoch, file position, chunk type (``INDEX_RECORD_SIZE_B``: 29)
+_INDEX_ENTRY = struct.Struct(">QqQIB")
 #: Index entries are written to the index file in batches of this many (and on sync/close).
 _INDEX_WRITE_BATCH = 256
 
@@ -64,41 +76,15 @@ class LogError(Exception):
 
 
 class UnsupportedFormat(LogError):
-    """A file was written by a newer version of the format than this code reads."""
+    """A file was written by a newer version of the format than this code reads, or by
+    an older one that ``legacy_log`` migrates (the broker does so when it opens a stream)."""
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _encode_records(payloads: Sequence[bytes]) -> bytes:
-    pack = _RECORD_LENGTH.pack
-    parts: list[bytes] = []
-    for p in payloads:
-        parts.append(pack(len(p)))
-        parts.append(p)
-    return b"".join(parts)
-
-
-def _decode_records(data: bytes, first: int, timestamp: int, skip_below: int) -> list[Record]:
-    records: list[Record] = []
-    pos, offset, end = 0, first, len(data)
-    unpack = _RECORD_LENGTH.unpack_from
-    while pos < end:
-        (n,) = unpack(data, pos)
-        pos += 4
-        if offset >= skip_below:
-            records.append(Record(offset, timestamp, data[pos : pos + n]))
-        pos += n
-        offset += 1
-    return records
-
-
-def _chunk_crc(header_without_crc: bytes, data: bytes) -> int:
-    return zlib.crc32(data, zlib.crc32(header_without_crc))
-
-
-def _write_all(fd: int, data: bytes, position: int = 0) -> None:
+def _write_all(fd: int, data: bytes, position: int) -> None:
     """Write all of ``data`` at ``position`` (not at the file offset: a segment reopened by
     recovery has its offset at 0)."""
     view = memoryview(data)
@@ -108,23 +94,41 @@ def _write_all(fd: int, data: bytes, position: int = 0) -> None:
         position += written
 
 
-def _check_file_header(path: Path, header: bytes, magic: bytes) -> int:
-    """The file's format version, once its magic is right and the version not too new."""
+def _check_file_header(path: Path, header: bytes, magic: bytes) -> None:
     if len(header) < _FILE_HEADER.size:
         raise LogError(f"{path}: truncated file header")
     found_magic, version = _FILE_HEADER.unpack(header[: _FILE_HEADER.size])
     if found_magic != magic:
-        raise LogError(f"{path}: not a stream log file (magic {found_magic!r}, expected {magic!r})")
+        raise UnsupportedFormat(
+            f"{path}: not an Osiris stream log file (magic {found_magic!r}, expected {magic!r})"
+        )
     if version > FORMAT_VERSION:
         raise UnsupportedFormat(
             f"{path}: stream log format version {version} is newer than the version this "
             f"broker reads ({FORMAT_VERSION}); upgrade the broker to open it"
         )
-    return int(version)
 
 
 def _segment_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
+
+
+def _records(raw: bytes, first: int, timestamp: int, skip_below: int) -> list[Record]:
+    """The records of the stored chunk ``raw`` from offset ``skip_below`` on."""
+    header = parse_chunk_header(raw)
+    start = HEADER.size + header.bloom_size
+    data = raw[start : start + header.data_length]
+    if zlib.crc32(data) != header.crc:
+        raise ChunkError(f"chunk {first}: data CRC-32 does not match its header")
+    skip = max(skip_below - first, 0)
+    bounds = entry_bounds(memoryview(data), header.num_entries)
+    if bounds is None:  # sub-batches: walk them
+        payloads = [bytes(r) for r in chunk_records(memoryview(data), header.num_entries)]
+        return [Record(first + i, timestamp, p) for i, p in enumerate(payloads) if i >= skip]
+    return [
+        Record(first + i, timestamp, data[bounds[i] + 4 : bounds[i + 1]])
+        for i in range(skip, header.num_entries)
+    ]
 
 
 class _Segment:
@@ -141,7 +145,6 @@ class _Segment:
         self.size = 0
         self.next_offset = base_offset
         self.indexed = 0  #: how many chunks the index file holds
-        self.version = FORMAT_VERSION  #: of the segment file (its chunks' layout)
         self.fd = -1
         self.index_fd = -1
 
@@ -150,9 +153,9 @@ class _Segment:
     def create(self) -> None:
         header = _FILE_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION)
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        _write_all(self.fd, header)
+        _write_all(self.fd, header, 0)
         self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        _write_all(self.index_fd, _FILE_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION))
+        _write_all(self.index_fd, _FILE_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION), 0)
         self.size = len(header)
 
     def recover(self, *, last: bool) -> None:
@@ -162,47 +165,41 @@ class _Segment:
         self.size = os.fstat(self.fd).st_size
         header = os.pread(self.fd, _FILE_HEADER.size, 0)
         if len(header) == _FILE_HEADER.size:
-            self.version = _check_file_header(self.path, header, SEGMENT_MAGIC)
+            _check_file_header(self.path, header, SEGMENT_MAGIC)
         elif last:
             # Died while creating the segment: nothing was ever appended to it.
             log.warning("stream log %s: incomplete segment header, rewriting it", self.path)
             os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, _FILE_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION), 0)
+            _write_all(self.fd, _FILE_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION), 0)
             self.size = _FILE_HEADER.size
         else:
             raise LogError(f"{self.path}: truncated file header")
         self._load_index()
         self._scan_tail(repair=last)
-        if last and not self.offsets and self.version < FORMAT_VERSION:
-            os.pwrite(self.fd, _FILE_HEADER.pack(SEGMENT_MAGIC, FORMAT_VERSION), 0)
-            self.version = FORMAT_VERSION  # empty: appends may use the current layout
         self._open_index_file()
 
     def _load_index(self) -> None:
         """Load the index file's entries that describe chunks inside the segment, in order.
         The index is derived data: a missing or damaged one is rebuilt by the tail scan."""
         try:
-            data = self.index_path.read_bytes()
-            _check_file_header(self.index_path, data, INDEX_MAGIC)
-        except UnsupportedFormat:
-            raise
-        except (OSError, LogError) as e:
-            log.warning("stream log %s: rebuilding the index (%s)", self.path, e)
+            raw = self.index_path.read_bytes()
+        except FileNotFoundError:
             return
-        body = data[_FILE_HEADER.size :]
-        entries = array("q")
-        entries.frombytes(body[: len(body) - len(body) % _INDEX_ENTRY_BYTES])
-        if sys.byteorder == "big":
-            entries.byteswap()
-        offsets, positions, timestamps = entries[0::3], entries[1::3], entries[2::3]
-        keep = 0
-        if positions[:1] == array("q", [_FILE_HEADER.size]) and self.size > _FILE_HEADER.size:
-            keep = 1
-            while keep < len(positions) and positions[keep - 1] < positions[keep] < self.size:
-                keep += 1
-        self.offsets, self.positions = offsets[:keep], positions[:keep]
-        self.timestamps = timestamps[:keep]
-        self.indexed = keep
+        if len(raw) < _FILE_HEADER.size or raw[:4] != INDEX_MAGIC:
+            log.warning("stream log %s: unreadable index, rebuilding it", self.index_path)
+            return
+        whole = (len(raw) - _FILE_HEADER.size) // _INDEX_ENTRY.size * _INDEX_ENTRY.size
+        last_offset, last_position = -1, -1
+        for chunk_id, timestamp, _epoch, position, _type in _INDEX_ENTRY.iter_unpack(
+            raw[_FILE_HEADER.size : _FILE_HEADER.size + whole]
+        ):
+            if not (last_offset < chunk_id and last_position < position < self.size):
+                break
+            self.offsets.append(chunk_id)
+            self.positions.append(position)
+            self.timestamps.append(timestamp)
+            last_offset, last_position = chunk_id, position
+        self.indexed = len(self.offsets)
 
     def _scan_tail(self, *, repair: bool) -> None:
         """Verify chunks from the last indexed one to the end of the file, indexing those the
@@ -216,7 +213,6 @@ class _Segment:
         while pos < self.size:
             chunk = self._chunk_at(pos, expected)
             if chunk is None:
-                dropped = self.size - pos
                 if not repair:
                     raise LogError(
                         f"{self.path}: corrupt chunk at byte {pos} (offset {expected}) in a "
@@ -226,7 +222,7 @@ class _Segment:
                     "stream log %s: dropped %d bytes of torn or corrupt tail at byte %d "
                     "(from offset %d)",
                     self.path,
-                    dropped,
+                    self.size - pos,
                     pos,
                     expected,
                 )
@@ -241,62 +237,52 @@ class _Segment:
             pos += length
             expected += count
         self.next_offset = expected
+        self.indexed = min(self.indexed, len(self.offsets))
 
     def _chunk_at(self, pos: int, expected_offset: int) -> tuple[int, int, int] | None:
-        """(record count, timestamp, length on disk) of a valid chunk at ``pos``, else None."""
-        header = os.pread(self.fd, _CHUNK_HEADER.size, pos)
-        if len(header) < _CHUNK_HEADER.size:
+        """(record count, timestamp, size as stored) of a valid chunk at ``pos``, else None."""
+        try:
+            header = parse_chunk_header(os.pread(self.fd, HEADER.size, pos))
+        except ChunkError:
             return None
-        first, timestamp, count, size, crc = _CHUNK_HEADER.unpack(header)
-        if first != expected_offset or pos + _CHUNK_HEADER.size + size > self.size:
+        end = pos + header.stored_size
+        if header.first_offset != expected_offset or end > self.size:
             return None
-        data = os.pread(self.fd, size, pos + _CHUNK_HEADER.size)
-        if _chunk_crc(header[:_CHUNK_CRC_AT], data) != crc:
+        data = os.pread(self.fd, header.data_length, pos + HEADER.size + header.bloom_size)
+        if zlib.crc32(data) != header.crc:
             return None
-        return count, timestamp, _CHUNK_HEADER.size + size
+        return header.num_records, header.timestamp, header.stored_size
 
     def _open_index_file(self) -> None:
         """Make the index file hold exactly the entries recovery kept or found."""
         self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.indexed = min(self.indexed, len(self.offsets))
-        if self.indexed == 0:
-            os.ftruncate(self.index_fd, 0)
-            os.pwrite(self.index_fd, _FILE_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION), 0)
-        os.ftruncate(self.index_fd, _FILE_HEADER.size + self.indexed * _INDEX_ENTRY_BYTES)
+        _write_all(self.index_fd, _FILE_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION), 0)
+        os.ftruncate(self.index_fd, _FILE_HEADER.size + self.indexed * _INDEX_ENTRY.size)
         self.write_index()
 
     # -- appending ----------------------------------------------------------------------------
 
-    def append_chunk(
-        self, first: int, timestamp: int, payloads: Sequence[bytes], filter_bytes: bytes
-    ) -> None:
-        data = _encode_records(payloads)
-        if self.version >= FILTERS_SINCE:
-            data = bytes((len(filter_bytes),)) + filter_bytes + data
-        head = _CHUNK_HEADER.pack(first, timestamp, len(payloads), len(data), 0)
-        crc = _chunk_crc(head[:_CHUNK_CRC_AT], data)
-        _write_all(self.fd, head[:_CHUNK_CRC_AT] + crc.to_bytes(4, "big") + data, self.size)
+    def append_chunk(self, chunk: bytes, first: int, count: int, timestamp: int) -> None:
+        _write_all(self.fd, chunk, self.size)
         self.offsets.append(first)
         self.positions.append(self.size)
         self.timestamps.append(timestamp)
-        self.size += _CHUNK_HEADER.size + len(data)
-        self.next_offset = first + len(payloads)
+        self.size += len(chunk)
+        self.next_offset = first + count
         if len(self.offsets) - self.indexed >= _INDEX_WRITE_BATCH:
             self.write_index()
 
     def write_index(self) -> None:
         """Append the index entries not yet in the index file."""
-        start = self.indexed
-        n = len(self.offsets)
+        start, n = self.indexed, len(self.offsets)
         if start == n:
             return
-        entries = array("q", bytes(_INDEX_ENTRY_BYTES * (n - start)))
-        entries[0::3] = self.offsets[start:]
-        entries[1::3] = self.positions[start:]
-        entries[2::3] = self.timestamps[start:]
-        if sys.byteorder == "big":
-            entries.byteswap()
-        os.pwrite(self.index_fd, entries.tobytes(), _FILE_HEADER.size + start * _INDEX_ENTRY_BYTES)
+        pack = _INDEX_ENTRY.pack
+        entries = b"".join(
+            pack(self.offsets[i], self.timestamps[i], EPOCH, self.positions[i], ChunkType.USER)
+            for i in range(start, n)
+        )
+        os.pwrite(self.index_fd, entries, _FILE_HEADER.size + start * _INDEX_ENTRY.size)
         self.indexed = n
 
     def sync(self) -> None:
@@ -306,24 +292,23 @@ class _Segment:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def read_chunk(self, i: int, skip_below: int) -> list[Record]:
+    def stored_chunk(self, i: int) -> bytes:
+        """Chunk ``i`` as stored: header, bloom filter, data, trailer (one ``pread``)."""
         pos = self.positions[i]
         end = self.positions[i + 1] if i + 1 < len(self.positions) else self.size
-        raw = os.pread(self.fd, end - pos, pos)
-        first, timestamp, _count, size, crc = _CHUNK_HEADER.unpack_from(raw)
-        data = raw[_CHUNK_HEADER.size :]
-        if len(data) != size or _chunk_crc(raw[:_CHUNK_CRC_AT], data) != crc:
-            raise LogError(f"{self.path}: corrupt chunk at byte {pos} (offset {first})")
-        if self.version >= FILTERS_SINCE:
-            data = data[1 + data[0] :]
-        return _decode_records(data, first, timestamp, skip_below)
+        return os.pread(self.fd, end - pos, pos)
+
+    def read_chunk(self, i: int, skip_below: int) -> list[Record]:
+        try:
+            return _records(self.stored_chunk(i), self.offsets[i], self.timestamps[i], skip_below)
+        except ChunkError as e:
+            raise LogError(f"{self.path}: corrupt chunk at byte {self.positions[i]}: {e}") from None
 
     def chunk_filter(self, i: int) -> bytes:
-        """The filter of chunk ``i`` without reading its records (empty before version 2)."""
-        if self.version < FILTERS_SINCE:
-            return b""
-        raw = os.pread(self.fd, 256, self.positions[i] + _CHUNK_HEADER.size)
-        return raw[1 : 1 + raw[0]]
+        """The bloom filter of chunk ``i`` without reading its records (empty: none)."""
+        raw = os.pread(self.fd, HEADER.size + MAX_BLOOM_BYTES, self.positions[i])
+        bloom_size = parse_chunk_header(raw).bloom_size
+        return raw[HEADER.size : HEADER.size + bloom_size]
 
     def close(self) -> None:
         for fd in (self.fd, self.index_fd):
@@ -344,7 +329,7 @@ class SegmentedLog:
     against power loss (a write alone already survives the death of the process).
     Retention (``max_bytes``: total size of the segments; ``max_age_ms``: age of a
     segment's newest chunk) drops whole sealed segments when a segment is sealed or when
-    ``apply_retention`` is called.
+    ``apply_retention`` is called. A new, empty log starts at ``first_offset``.
     """
 
     def __init__(
@@ -354,6 +339,7 @@ class SegmentedLog:
         max_segment_bytes: int = DEFAULT_MAX_SEGMENT_BYTES,
         max_bytes: int | None = None,
         max_age_ms: int | None = None,
+        first_offset: int = 0,
     ) -> None:
         self.directory = Path(directory)
         self.max_segment_bytes = max_segment_bytes
@@ -362,21 +348,27 @@ class SegmentedLog:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._segments: list[_Segment] = []
         self._bases: list[int] = []
-        self._open()
+        try:
+            self._open(first_offset)
+        except BaseException:
+            for segment in self._segments:
+                segment.close()
+            raise
 
-    def _open(self) -> None:
+    def _open(self, first_offset: int) -> None:
         bases = sorted(int(p.stem) for p in self.directory.glob("*.segment") if p.stem.isdigit())
         for i, base in enumerate(bases):
             segment = _Segment(self.directory, base)
+            self._segments.append(segment)  # closed with the log if recovery fails
             segment.recover(last=i == len(bases) - 1)
-            if self._segments and self._segments[-1].next_offset != base:
+            if i and self._segments[-2].next_offset != base:
                 raise LogError(
                     f"{segment.path}: starts at offset {base} but the previous segment ends "
-                    f"at {self._segments[-1].next_offset}"
+                    f"at {self._segments[-2].next_offset}"
                 )
-            self._add(segment)
+            self._bases.append(base)
         if not self._segments:
-            segment = _Segment(self.directory, 0)
+            segment = _Segment(self.directory, first_offset)
             segment.create()
             self._add(segment)
 
@@ -434,20 +426,22 @@ class SegmentedLog:
         timestamp_ms: int | None = None,
         filter_bytes: bytes = b"",
     ) -> int:
-        """Append the payloads as one chunk with this filter (at most 255 bytes, opaque to
-        the log); returns the offset of the first one."""
+        """Append the payloads as one chunk whose bloom filter is ``filter_bytes`` (at most
+        255 bytes, opaque to the log); returns the offset of the first one."""
         if not payloads:
             raise ValueError("nothing to append")
-        if len(filter_bytes) > 255:
+        if len(filter_bytes) > MAX_BLOOM_BYTES:
             raise ValueError(f"a chunk filter has at most 255 bytes, not {len(filter_bytes)}")
         segment = self._segments[-1]
-        outdated = segment.version < FORMAT_VERSION
-        if (segment.size >= self.max_segment_bytes or outdated) and segment.offsets:
+        if segment.size >= self.max_segment_bytes and segment.offsets:
             segment = self._roll()
         last_ts = segment.timestamps[-1] if segment.timestamps else 0
         timestamp = max(now_ms() if timestamp_ms is None else timestamp_ms, last_ts)
         first = segment.next_offset
-        segment.append_chunk(first, timestamp, payloads, filter_bytes)
+        chunk = build_chunk(
+            payloads, first_offset=first, timestamp=timestamp, epoch=EPOCH, bloom=filter_bytes
+        )
+        segment.append_chunk(chunk, first, len(payloads), timestamp)
         return first
 
     def _roll(self) -> _Segment:
@@ -455,11 +449,7 @@ class SegmentedLog:
         sealed.sync()
         segment = _Segment(self.directory, sealed.next_offset)
         segment.create()
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_dir(self.directory)
         self._add(segment)
         self.apply_retention()
         return segment
@@ -492,6 +482,12 @@ class SegmentedLog:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def _locate(self, offset: int) -> tuple[_Segment, int]:
+        """The segment and the chunk number in it of the chunk holding ``offset`` (which
+        must be in the log)."""
+        segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
+        return segment, bisect.bisect_right(segment.offsets, offset) - 1
+
     def read_chunk(self, offset: int) -> list[Record]:
         """The records of the chunk holding ``offset``, from ``offset`` on (RabbitMQ delivers
         stream messages a chunk at a time). An offset before the first record reads from the
@@ -499,20 +495,23 @@ class SegmentedLog:
         offset = max(offset, self.first_offset)
         if offset >= self.next_offset:
             return []
-        segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
-        i = bisect.bisect_right(segment.offsets, offset) - 1
+        segment, i = self._locate(offset)
         return segment.read_chunk(i, offset)
+
+    def stored_chunk(self, offset: int) -> bytes:
+        """The chunk holding ``offset`` (which must be in the log) as stored, unparsed."""
+        segment, i = self._locate(offset)
+        return segment.stored_chunk(i)
 
     def chunk_start(self, offset: int) -> int:
         """The first offset of the chunk holding ``offset`` (which must be in the log)."""
-        segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
-        return segment.offsets[bisect.bisect_right(segment.offsets, offset) - 1]
+        segment, i = self._locate(offset)
+        return segment.offsets[i]
 
     def chunk_filter(self, offset: int) -> tuple[bytes, int]:
-        """The filter of the chunk holding ``offset`` (which must be in the log) and the
-        offset after that chunk, for a reader deciding whether to skip it."""
-        segment = self._segments[bisect.bisect_right(self._bases, offset) - 1]
-        i = bisect.bisect_right(segment.offsets, offset) - 1
+        """The bloom filter of the chunk holding ``offset`` (which must be in the log) and
+        the offset after that chunk, for a reader deciding whether to skip it."""
+        segment, i = self._locate(offset)
         end = segment.offsets[i + 1] if i + 1 < len(segment.offsets) else segment.next_offset
         return segment.chunk_filter(i), end
 
@@ -538,7 +537,7 @@ class SegmentedLog:
 
     def close(self) -> None:
         for segment in self._segments:
-            if segment is self._segments[-1]:
+            if segment is self._segments[-1] and segment.fd >= 0:
                 segment.sync()
             segment.close()
 

@@ -30,7 +30,7 @@ from amqp_protocol import errors
 from ..model.field_types import amqp_type_name
 from ..model.message import Message, QueuedMessage
 from ..model.queues import Consumer, Queue, QueueContext
-from ..store.message_codec import encode_message
+from .amqp10_records import Amqp10Writer, legacy_chunk_records
 from .chunk_filter import (
     FILTER_BYTES,
     FILTER_BYTES_RANGE,
@@ -40,7 +40,8 @@ from .chunk_filter import (
     consumer_filter,
     filter_value_of,
 )
-from .delivery import OFFSET_HEADER, chunk_deliveries
+from .delivery import OFFSET_HEADER, Amqp091Reader
+from .legacy_log import LegacyChunk, holds_legacy_log, migrate
 from .log import DEFAULT_MAX_SEGMENT_BYTES, SegmentedLog, now_ms
 from .offset_spec import (
     CrashesRabbitMQ,
@@ -218,8 +219,12 @@ class StreamQueue(Queue):
         log_options: dict[str, Any] = {"max_bytes": s.max_bytes, "max_age_ms": s.max_age_ms}
         if s.max_segment_bytes is not None:
             log_options["max_segment_bytes"] = s.max_segment_bytes
+        if holds_legacy_log(self.directory):
+            migrate(self.directory, self._legacy_records, **log_options)
         self.log = SegmentedLog(self.directory, **log_options)
-        self._pending: list[bytes] = []
+        self._writer = Amqp10Writer()
+        self._reader = Amqp091Reader(name)
+        self._pending: list[bytes] = []  #: AMQP 1.0 messages
         self._pending_filter_values: list[str] = []  #: x-stream-filter-value of each
         self._cursors: dict[Consumer, int] = {}
         self._filters: dict[Consumer, ConsumerFilter] = {}
@@ -228,6 +233,9 @@ class StreamQueue(Queue):
         #: called after each flush that appended and when the stream is deleted (readers
         #: outside the 0-9-1 consumers: the stream protocol's subscriptions)
         self.watchers: list[Callable[[], None]] = []
+
+    def _legacy_records(self, chunk: LegacyChunk) -> tuple[list[bytes], bytes]:
+        return legacy_chunk_records(chunk, self.stream_settings.filter_bytes)
 
     def apply_arguments(self, arguments: dict[str, Any]) -> None:
         """Retention and segment size as the effective policy makes them (a stream's policy
@@ -262,11 +270,16 @@ class StreamQueue(Queue):
         return True
 
     def append_message(self, message: Message, filter_value: str = "") -> None:
-        """Buffer ``message`` (tagged with ``filter_value`` for stream filtering) for the
-        next flush."""
+        """Buffer the AMQP 1.0 form of the 0-9-1 ``message`` (tagged with ``filter_value``
+        for stream filtering) for the next flush."""
+        self.append_record(self._writer.encode(message), filter_value)
+
+    def append_record(self, record: bytes, filter_value: str = "") -> None:
+        """Buffer ``record`` (an AMQP 1.0 message, as a stream client published it) for
+        the next flush."""
         if not self._pending:
             self.context.clock.call_later(0, self.flush)
-        self._pending.append(encode_message(message))
+        self._pending.append(record)
         self._pending_filter_values.append(filter_value)
 
     def flush(self) -> None:
@@ -278,7 +291,13 @@ class StreamQueue(Queue):
         values, self._pending_filter_values = self._pending_filter_values, []
         for start in range(0, len(pending), MAX_CHUNK_RECORDS):
             end = start + MAX_CHUNK_RECORDS
-            filter_bytes = chunk_filter(values[start:end], self.stream_settings.filter_bytes)
+            chunk_values = values[start:end]
+            # As Osiris: a bloom filter only in a chunk where a message has a filter value.
+            filter_bytes = (
+                chunk_filter(chunk_values, self.stream_settings.filter_bytes)
+                if any(chunk_values)
+                else b""
+            )
             self.log.append(pending[start:end], filter_bytes=filter_bytes)
         durable = self.context.store.durable
         if durable:
@@ -370,7 +389,7 @@ class StreamQueue(Queue):
                         cursor = after
                         continue
                 chunk = log.read_chunk(cursor)
-                for delivery in chunk_deliveries(chunk, sink, self.name):
+                for delivery in self._reader.deliveries(chunk, sink):
                     sink.deliver(consumer, self, delivery)
                 cursor = chunk[-1].offset + 1
             self._cursors[consumer] = cursor

@@ -42,3 +42,15 @@ def test_refused_messages_are_kept_with_their_code_and_leave_the_window() -> Non
 def test_a_window_without_room_is_refused() -> None:
     with pytest.raises(ValueError, match="max_in_flight must be at least 1, got 0"):
         PublishWindow(0)
+
+
+def test_after_a_loss_what_the_stream_holds_is_confirmed_and_the_rest_kept_in_order() -> None:
+    window = PublishWindow(max_in_flight=100)
+    window.sent(messages(1, 10))
+    window.on_confirm([1, 2])
+
+    held = window.stored_through(6)  # QueryPublisherSequence on the new connection: 6
+
+    assert (held, window.confirmed, window.outstanding) == (4, 6, 4)
+    assert [m.publishing_id for m in window.unconfirmed()] == [7, 8, 9, 10]
+    assert window.unconfirmed()[0].message == b"m7"

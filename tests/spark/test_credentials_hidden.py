@@ -11,10 +11,14 @@ change how its options are printed (docs/security.md). The connector warns about
 
 What Spark's Python workers print reaches the JVM's stderr, which pytest's ``capfd`` does not
 see (measured): the connector's messages are checked where they are made, in
-test_credential_options.py."""
+test_credential_options.py, and everything a query's process prints is read from a child
+process (tests/spark/credentials_job.py)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,3 +187,31 @@ def test_a_wrong_password_fails_reads_and_writes_clearly_without_showing_it(
         assert USER in str(caught.value)
         assert "ACCESS_REFUSED" in str(caught.value) or "403" in str(caught.value)
         assert wrong not in str(caught.value)
+
+
+# One broker: what is printed is Spark's and the connector's (a JVM start costs ~1 min).
+@pytest.mark.parametrize("login", ["bundled"], indirect=True)
+def test_nothing_spark_or_the_connector_prints_shows_the_password(
+    login: Login, tmp_path: Path
+) -> None:
+    """Everything a query's process prints at log level INFO (the JVM's log, the Python
+    workers', the connector's, its plans, its progress, the error of a wrong password), read
+    from a child process's stdout and stderr."""
+    source, target = login.new_queue(messages=5), login.new_queue()
+    job = [sys.executable, "-m", "tests.spark.credentials_job", login.url, USER]
+    done = subprocess.run(
+        [*job, source, target, str(tmp_path)],
+        env={**os.environ, "PASSWORD": login.password},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+    printed = done.stdout
+    assert done.returncode == 0, printed[-3000:]
+    assert login.ready(target) == 5
+    # what was read is the whole output: the JVM's INFO log, the plans, the progress, the error
+    assert " INFO " in printed and "== Physical Plan ==" in printed, printed[-3000:]
+    assert "numInputRows" in printed and "wrong password:" in printed
+    assert "job done" in printed
+    assert login.password not in printed

@@ -30,7 +30,7 @@ def _stream(endpoints: Endpoints) -> str:
     return name
 
 
-def _consume_091(endpoints: Endpoints, stream: str, count: int) -> list[tuple[Any, bytes]]:
+def consume_091(endpoints: Endpoints, stream: str, count: int) -> list[tuple[Any, bytes]]:
     """``count`` deliveries from the stream's start over 0-9-1: properties and body."""
     connection = pika.BlockingConnection(pika.URLParameters(endpoints.amqp))
     try:
@@ -83,7 +83,7 @@ def test_stream_publish_consumed_over_091(endpoints: Endpoints) -> None:
     try:
         message = AMQPMessage(body=b"over the stream protocol", application_properties={"k": "v"})
         publish(endpoints.stream, stream, [message])
-        ((properties, body),) = _consume_091(endpoints, stream, 1)
+        ((properties, body),) = consume_091(endpoints, stream, 1)
         assert body == b"over the stream protocol"
         assert properties.headers["k"] == "v"
         assert properties.headers["x-stream-offset"] >= 0
@@ -99,7 +99,7 @@ def test_bundled_gives_091_consumers_non_amqp10_bytes_as_the_body(
     stream = _stream(bundled_endpoints)
     try:
         publish(bundled_endpoints.stream, stream, [b"not an AMQP 1.0 message"])
-        ((properties, body),) = _consume_091(bundled_endpoints, stream, 1)
+        ((properties, body),) = consume_091(bundled_endpoints, stream, 1)
         assert body == b"not an AMQP 1.0 message"
         assert properties.headers == {"x-stream-offset": 0}
     finally:

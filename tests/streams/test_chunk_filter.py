@@ -1,5 +1,5 @@
 """Chunk filters in the model, without sockets: the Bloom filter, its place in the log
-(persisted, versioned) and the stream queue passing chunks a consumer's filter cannot match."""
+(persisted with each chunk) and the stream queue passing chunks a consumer's filter cannot match."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from broker.model.message import Message
 from broker.model.queues import Consumer
 from broker.model.vhost import VirtualHost
-from broker.streams import log as log_module
 from broker.streams.chunk_filter import (
     UNFILTERED,
     ConsumerFilter,
@@ -44,8 +43,10 @@ def test_a_larger_filter_holds_its_values_in_more_bits() -> None:
     assert may_contain(filter_bytes, "a") and may_contain(filter_bytes, "b")
 
 
-def test_an_empty_filter_is_a_chunk_from_before_filters_and_matches_everything() -> None:
-    assert ConsumerFilter(("a",)).matches_chunk(b"")
+def test_a_chunk_without_a_filter_holds_unfiltered_messages_alone() -> None:
+    # Osiris writes no bloom filter in a chunk where no message has a filter value.
+    assert not ConsumerFilter(("a",)).matches_chunk(b"")
+    assert ConsumerFilter(("a",), match_unfiltered=True).matches_chunk(b"")
 
 
 def test_match_unfiltered_matches_chunks_holding_unfiltered_messages() -> None:
@@ -86,22 +87,6 @@ def test_the_log_keeps_each_chunks_filter_across_a_reopen(tmp_path: Path) -> Non
         assert log.chunk_filter(1) == (chunk_filter(["a"]), 2)
         assert log.chunk_filter(2) == (chunk_filter(["b"]), 3)
         assert [r.payload for r in log.read(0)] == [b"1", b"2", b"3"]
-
-
-def test_a_version_1_log_is_read_with_empty_filters_and_continues_in_a_new_segment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(log_module, "FORMAT_VERSION", 1)
-    with SegmentedLog(tmp_path) as log:
-        log.append([b"old-1", b"old-2"])
-    monkeypatch.undo()
-    with SegmentedLog(tmp_path) as log:
-        assert log.chunk_filter(0) == (b"", 2)
-        log.append([b"new"], filter_bytes=chunk_filter(["a"]))
-        assert log.segment_count == 2
-        assert log.chunk_filter(2) == (chunk_filter(["a"]), 3)
-    with SegmentedLog(tmp_path) as log:
-        assert [r.payload for r in log.read(0)] == [b"old-1", b"old-2", b"new"]
 
 
 def test_the_queue_passes_unread_the_chunks_a_consumer_cannot_match(vhost: VirtualHost) -> None:

@@ -174,7 +174,7 @@ def test_a_newer_format_version_is_refused_with_the_path(tmp_path: Path) -> None
         fill(log, 1)
     segment = tmp_path / f"{0:020d}.segment"
     data = bytearray(segment.read_bytes())
-    data[8:12] = (FORMAT_VERSION + 1).to_bytes(4, "big")
+    data[4:8] = (FORMAT_VERSION + 1).to_bytes(4, "big")
     segment.write_bytes(bytes(data))
     with pytest.raises(UnsupportedFormat, match=f"{segment}.*version {FORMAT_VERSION + 1}"):
         SegmentedLog(tmp_path)

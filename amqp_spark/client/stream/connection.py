@@ -17,6 +17,7 @@ import collections
 import socket
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from amqp_protocol.stream.connection import (
 )
 from amqp_protocol.stream.errors import StreamProtocolError
 from amqp_protocol.stream.values import OffsetSpecification
+from amqp_spark.client.addresses import Address
 from amqp_spark.client.exceptions import ClientError, ClientTimeout
 from amqp_spark.client.parameters import parse_url_hosts
 from amqp_spark.options import redact_uri
@@ -94,12 +96,15 @@ class StreamEndpoint:
 
 def default_stream_uri(uri: str) -> str:
     """The stream protocol's URI of the AMQP URI ``uri`` (what ``streamUri`` defaults to):
-    its first host on the stream protocol's port, with its credentials and vhost."""
-    params = parse_url_hosts(uri)[0]
+    every host it names (with ``addresses``, each address's host) on the stream protocol's
+    port, once each, with its credentials and vhost (see ``nodes``)."""
+    hosts = parse_url_hosts(uri)
+    params = hosts[0]
     quote = urllib.parse.quote
     user, password = quote(params.username, safe=""), quote(params.password, safe="")
     vhost = quote(params.virtual_host, safe="")
-    return f"rabbitmq-stream://{user}:{password}@{params.host}:{DEFAULT_STREAM_PORT}/{vhost}"
+    nodes = ",".join(dict.fromkeys(str(Address(h.host, DEFAULT_STREAM_PORT)) for h in hosts))
+    return f"rabbitmq-stream://{user}:{password}@{nodes}/{vhost}"
 
 
 class StreamClient:
@@ -118,6 +123,8 @@ class StreamClient:
         self._conn = StreamConnection(Role.CLIENT)
         self._arrived: collections.deque[Command] = collections.deque()
         self.server_properties: dict[str, Any] = {}
+        #: Called when the broker or the network ends the connection (not by ``close``).
+        self.on_lost: Callable[[], None] | None = None
         try:
             self._open()
         except BaseException:
@@ -216,6 +223,7 @@ class StreamClient:
         return self._conn.next_correlation_id()
 
     def close(self) -> None:
+        self.on_lost = None  # ended by us
         try:
             self.request(
                 c.Close(self._conn.next_correlation_id(), ResponseCode.OK, "done"),
@@ -290,10 +298,8 @@ class StreamClient:
 
     def _unsolicited(self, cmd: Command) -> None:
         if isinstance(cmd, c.Close):
-            self._sock.close()
-            raise StreamConnectionLost(
-                f"stream protocol at {self.endpoint.address}: the broker closed the "
-                f"connection ({cmd.closing_code:#04x} {cmd.closing_reason})"
+            raise self._dropped(
+                f"the broker closed the connection ({cmd.closing_code:#04x} {cmd.closing_reason})"
             )
         if isinstance(cmd, c.CreditResponse):
             raise StreamError(
@@ -327,12 +333,14 @@ class StreamClient:
         try:
             self._arrived.extend(self._conn.receive_data(data))
         except StreamProtocolError as exc:
-            self._sock.close()
-            raise StreamConnectionLost(
-                f"stream protocol at {self.endpoint.address}: bad data from the broker: {exc}"
-            ) from None
+            raise self._dropped(f"bad data from the broker: {exc}") from None
 
     def _lost(self, exc: OSError | None) -> StreamConnectionLost:
+        return self._dropped("the broker closed the connection" if exc is None else str(exc))
+
+    def _dropped(self, why: str) -> StreamConnectionLost:
+        """The connection is over (``why``): closed, ``on_lost`` told, the error to raise."""
         self._sock.close()
-        why = "the broker closed the connection" if exc is None else str(exc)
+        if self.on_lost is not None:
+            self.on_lost()
         return StreamConnectionLost(f"stream protocol at {self.endpoint.address}: {why}")

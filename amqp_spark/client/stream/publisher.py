@@ -8,14 +8,25 @@ and publishing ids: ``amqp_spark.sink.stream_ids``). It sends ``Publish`` frames
 messages as fit in the connection's ``frame_max`` and in the room the window leaves
 (``PublishWindow``), and takes the broker's ``PublishConfirm`` / ``PublishError`` frames
 whenever it has to wait. ``finish`` returns once every message is answered, or raises
-``StreamPublishFailed`` naming what the broker refused and why. A stream that becomes
-unavailable meanwhile, or a lost connection, raises the client's error.
+``StreamPublishFailed`` naming what the broker refused and why.
+
+Given ``reconnect`` (``nodes.open_stream``), a lost connection, a broker silent past the
+client's timeout or a stream without a leader for a while (``nodes.is_transient``) does not
+end the publisher: it connects again (the next node of ``streamUri`` first), declares its
+publishers again under the same producer name and ids, asks each stream the highest
+publishing id it holds for the name (QueryPublisherSequence, answered by the stream's
+leader), counts the outstanding messages at or below it as stored and sends the others
+again, in order: the stream holds each message once, none is lost. It gives up (raising the
+error) after ``max_losses`` losses in a row without a confirm between them, and from the
+second in a row on pauses first (``backoff.after_losses``). Without ``reconnect``, or for
+any other error, the client's error is raised.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from amqp_protocol.generated.stream import (
@@ -32,9 +43,11 @@ from amqp_protocol.generated.stream import (
 from amqp_protocol.generated.stream_codes import ResponseCode
 from amqp_protocol.stream.chunk import SubBatchEntry
 from amqp_protocol.stream.values import PublishedMessage
+from amqp_spark.client import backoff
 from amqp_spark.client.exceptions import ClientError, ClientTimeout
 
 from .connection import StreamClient, StreamError
+from .nodes import TRANSIENT_CODES, is_transient
 from .window import PublishWindow
 
 log = logging.getLogger(__name__)
@@ -67,45 +80,73 @@ def message_size(message: PublishedMessage, filtered: bool) -> int:
     return size
 
 
+#: Connects again and runs the given setup on the new connection (``nodes.open_stream``).
+Reconnect = Callable[[Callable[[StreamClient], None]], StreamClient]
+
+
 class StreamPublisher:
     """One task's publishers on one connection; see the module docstring."""
 
-    def __init__(self, client: StreamClient, name: str, max_in_flight: int, where: str) -> None:
-        self.client = client
+    def __init__(
+        self,
+        client: StreamClient,
+        name: str,
+        max_in_flight: int,
+        where: str,
+        reconnect: Reconnect | None = None,
+        max_losses: int = 0,
+    ) -> None:
+        self.client = client  #: the connection now (another after a failover)
         self.name = name  #: the producer name (publisher reference)
         self.max_in_flight = max_in_flight
         self.where = where  #: "partition 3 of batch 7 of query ..." for messages
+        self._reconnect = reconnect
+        self._max_losses = max_losses
+        self._losses = 0  #: connections lost since the last confirm
         self._publishers: dict[str, _Publisher] = {}
         self._by_id: dict[int, _Publisher] = {}
 
     def declare(self, stream: str) -> int:
         """Declare the publisher of ``stream`` (once) and return the stream's highest
         publishing id for the producer name (0: none; QueryPublisherSequence)."""
-        if stream in self._publishers:
-            return self._sequence(stream)
+        while True:
+            try:
+                if stream not in self._publishers:
+                    self._add_publisher(stream)
+                return self._sequence(self.client, stream)
+            except (ClientError, OSError) as e:
+                self._fail_over(e)
+
+    def _add_publisher(self, stream: str) -> None:
         publisher_id = len(self._publishers)
         if publisher_id >= MAX_PUBLISHERS:
             raise StreamPublishFailed(
                 f"stream publisher: {self.where} writes to more than {MAX_PUBLISHERS} streams, "
                 "the publishers one stream-protocol connection can have"
             )
-        self.client.request(
-            DeclarePublisher(self.client.next_correlation_id(), publisher_id, self.name, stream),
-            DeclarePublisherResponse,
-            f"declaring publisher {self.name!r} on stream {stream!r} for {self.where}",
-        )
         publisher = _Publisher(publisher_id, stream, PublishWindow(self.max_in_flight))
+        self._declare_on(self.client, publisher)
         self._publishers[stream] = self._by_id[publisher_id] = publisher
-        return self._sequence(stream)
 
-    def _sequence(self, stream: str) -> int:
+    def _declare_on(self, client: StreamClient, publisher: _Publisher) -> None:
+        client.request(
+            DeclarePublisher(
+                client.next_correlation_id(), publisher.publisher_id, self.name, publisher.stream
+            ),
+            DeclarePublisherResponse,
+            f"declaring publisher {self.name!r} on stream {publisher.stream!r} for {self.where}",
+        )
+
+    def _sequence(self, client: StreamClient, stream: str) -> int:
         try:
-            answer = self.client.request(
-                QueryPublisherSequence(self.client.next_correlation_id(), self.name, stream),
+            answer = client.request(
+                QueryPublisherSequence(client.next_correlation_id(), self.name, stream),
                 QueryPublisherSequenceResponse,
                 f"the publishing sequence of {self.name!r} on stream {stream!r}",
             )
         except StreamError as e:
+            if is_transient(e):
+                raise
             # Needs read permission; the broker deduplicates without the answer anyway.
             log.info("stream publisher: %s publishes without it (%s)", self.where, e)
             return 0
@@ -116,13 +157,27 @@ class StreamPublisher:
         publisher was declared, waiting for confirms while the window is full."""
         publisher = self._publishers[stream]
         filtered = any(m.filter_value is not None for m in messages)
-        room_in_frame = self.client.frame_max - FRAME_OVERHEAD
         start = 0
         while start < len(messages):
-            while publisher.window.room == 0:
-                self._take_answer()
+            try:
+                while publisher.window.room == 0:
+                    self._take_answer()
+                room = messages[start : start + publisher.window.room]
+                frame = next(self._frames(self.client, room, filtered))
+                self._send(self.client, publisher, frame, filtered)
+                start += len(frame)
+            except (ClientError, OSError) as e:
+                self._fail_over(e)
+
+    def _frames(
+        self, client: StreamClient, messages: Sequence[PublishedMessage], filtered: bool
+    ) -> Iterator[Sequence[PublishedMessage]]:
+        """``messages`` cut into Publish frames of at most ``client``'s ``frame_max``."""
+        room_in_frame = client.frame_max - FRAME_OVERHEAD
+        start = 0
+        while start < len(messages):
             end, size = start, 0
-            while end < len(messages) and end - start < publisher.window.room:
+            while end < len(messages):
                 size += message_size(messages[end], filtered)
                 if size > room_in_frame:
                     break
@@ -131,20 +186,31 @@ class StreamPublisher:
                 raise StreamPublishFailed(
                     f"stream publisher: a message of {message_size(messages[start], filtered)} "
                     f"bytes (publishing id {messages[start].publishing_id}, {self.where}) does "
-                    f"not fit in a frame of {self.client.frame_max} bytes, the broker's maximum"
+                    f"not fit in a frame of {client.frame_max} bytes, the broker's maximum"
                 )
-            frame = messages[start:end]
-            kind = PublishV2 if filtered else Publish
-            self.client.send(kind(publisher.publisher_id, list(frame)))
-            publisher.window.sent(frame)
+            yield messages[start:end]
             start = end
+
+    @staticmethod
+    def _send(
+        client: StreamClient,
+        publisher: _Publisher,
+        frame: Sequence[PublishedMessage],
+        filtered: bool,
+    ) -> None:
+        kind = PublishV2 if filtered else Publish
+        client.send(kind(publisher.publisher_id, list(frame)))
+        publisher.window.sent(frame)
 
     def finish(self) -> int:
         """Wait until every message is answered, delete the publishers (a connection
         refuses a second publisher of one name, and the next task reuses it) and return how
         many messages were confirmed. Raises ``StreamPublishFailed`` on refused messages."""
         while any(p.window.outstanding for p in self._publishers.values()):
-            self._take_answer()
+            try:
+                self._take_answer()
+            except (ClientError, OSError) as e:
+                self._fail_over(e)
         refused = [(p.stream, p.window.refused) for p in self._publishers.values()]
         refused = [(stream, errors) for stream, errors in refused if errors]
         if refused:
@@ -164,7 +230,9 @@ class StreamPublisher:
         return sum(p.window.confirmed for p in self._publishers.values())
 
     def _take_answer(self) -> None:
-        """Wait for the next confirm or error and apply it to its publisher's window."""
+        """Wait for the next confirm or error and apply it to its publisher's window. An
+        error saying the stream has no leader for now leaves its messages outstanding and
+        is raised (``_fail_over`` sends them again)."""
         answer = self.client.next_publish_answer(self.client.timeout)
         if answer is None:
             raise ClientTimeout(
@@ -173,8 +241,48 @@ class StreamPublisher:
         window = self._by_id[answer.publisher_id].window
         if isinstance(answer, PublishConfirm):
             window.on_confirm(answer.publishing_ids)
-        else:
-            window.on_error(answer.errors)
+            self._losses = 0
+            return
+        for_now = [(pid, code) for pid, code in answer.errors if code in TRANSIENT_CODES]
+        window.on_error([e for e in answer.errors if e[1] not in TRANSIENT_CODES])
+        if for_now:
+            raise StreamError(
+                f"stream publisher: {len(for_now)} message(s) of {self.where} refused for now",
+                for_now[0][1],
+            )
+
+    def _fail_over(self, error: ClientError | OSError) -> None:
+        """Go on on a new connection after ``error`` (see the module docstring), or raise
+        ``error`` when it is not transient, there is no ``reconnect`` or too many were lost."""
+        if self._reconnect is None or not is_transient(error):
+            raise error
+        self._losses += 1
+        if self._losses > self._max_losses:
+            raise error
+        log.warning(
+            "stream publisher: %s goes on on another connection after: %s", self.where, error
+        )
+        self.client.close()
+        time.sleep(backoff.after_losses(self._losses))
+        self.client = self._reconnect(self._restore)
+
+    def _restore(self, client: StreamClient) -> None:
+        """On ``client``, a new connection: every publisher declared again and what its
+        stream does not hold sent again (see the module docstring)."""
+        for publisher in self._publishers.values():
+            self._declare_on(client, publisher)
+            held = publisher.window.stored_through(self._sequence(client, publisher.stream))
+            again = publisher.window.unconfirmed()
+            log.info(
+                "stream publisher: stream %r holds %d outstanding message(s) of %s; %d sent again",
+                publisher.stream,
+                held,
+                self.where,
+                len(again),
+            )
+            filtered = any(m.filter_value is not None for m in again)
+            for frame in self._frames(client, again, filtered):
+                self._send(client, publisher, frame, filtered)
 
 
 def _code_name(code: int) -> str:

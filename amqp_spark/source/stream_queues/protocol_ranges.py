@@ -23,14 +23,17 @@ import datetime
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pyarrow as pa
 
 from amqp_protocol.amqp10.columns import StoredColumns
 from amqp_protocol.stream.chunk import ChunkHeader, ChunkType, parse_chunk, parse_chunk_header
 from amqp_protocol.stream.values import OffsetSpecification, OffsetType
-from amqp_spark.client.stream import StreamClient, StreamEndpoint
+from amqp_spark.client import backoff
+from amqp_spark.client.stream import StreamClient
+from amqp_spark.client.stream.nodes import is_transient, nothing, open_stream
 from amqp_spark.source.arrow import stored_to_record_batch
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import StreamOffset
@@ -39,8 +42,10 @@ from amqp_spark.source.partitions import StreamProtocolRangePartition
 from amqp_spark.source.stream_queues import positions
 from amqp_spark.source.stream_queues.data_loss import lost
 from amqp_spark.source.stream_queues.ranges import ROWS_PER_RECORD_BATCH
+from amqp_spark.source.stream_queues.resume import resuming
 
 log = logging.getLogger("amqp_spark.source")
+T = TypeVar("T")
 
 #: At most this often does the driver ask the broker where the streams end.
 REFRESH_SECONDS = 0.1
@@ -59,7 +64,6 @@ class ProtocolPositions:
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
-        self._endpoint = StreamEndpoint.parse(options.stream_uri_for_connections)
         self._lock = threading.RLock()
         self._client: StreamClient | None = None
         #: per queue: (committed chunk id, end) last learned
@@ -69,8 +73,30 @@ class ProtocolPositions:
 
     def _connected(self) -> StreamClient:
         if self._client is None:
-            self._client = StreamClient(self._endpoint, timeout=max(self._options.poll_timeout, 5))
+            self._client, _ = open_stream(
+                self._options.stream_uri_for_connections,
+                self._options.max_reconnect_attempts,
+                "amqp source (stream positions)",
+                nothing,
+                timeout=max(self._options.poll_timeout, 5),
+            )
         return self._client
+
+    def _on_a_node(self, ask: Callable[[StreamClient], T]) -> T:
+        """``ask`` on the driver's connection; when that is lost (or a stream has no leader
+        for a moment), asked again on a new one, to the next node of ``streamUri`` first:
+        ``maxReconnectAttempts`` times at most, from the second loss in a row after a pause."""
+        losses = 0
+        while True:
+            time.sleep(backoff.after_losses(losses))
+            try:
+                return ask(self._connected())
+            except Exception as e:
+                self.close()  # the next call connects again
+                losses += 1
+                if not is_transient(e) or losses > self._options.max_reconnect_attempts:
+                    raise
+                log.warning("amqp source: stream positions asked again after: %s", e)
 
     def close(self) -> None:
         with self._lock:
@@ -81,21 +107,19 @@ class ProtocolPositions:
     def _refresh(self, force: bool = False) -> None:
         if not force and time.monotonic() - self._asked_at < REFRESH_SECONDS:
             return
-        client = self._connected()
-        try:
-            for queue in self._options.queues:
-                committed = client.stream_stats(queue).get("committed_chunk_id", -1)
-                known = self._last.get(queue)
-                if known is not None and known[0] == committed:
-                    continue
-                end = None if committed < 0 else self._end_of_last_chunk(client, queue)
-                if end is None:  # no chunk of messages: the end known before, if any
-                    end = 0 if known is None else known[1]
-                self._last[queue] = (committed, end)
-        except Exception:
-            self.close()  # the next call connects again
-            raise
+        self._on_a_node(self._ask_ends)
         self._asked_at = time.monotonic()
+
+    def _ask_ends(self, client: StreamClient) -> None:
+        for queue in self._options.queues:
+            committed = client.stream_stats(queue).get("committed_chunk_id", -1)
+            known = self._last.get(queue)
+            if known is not None and known[0] == committed:
+                continue
+            end = None if committed < 0 else self._end_of_last_chunk(client, queue)
+            if end is None:  # no chunk of messages: the end known before, if any
+                end = 0 if known is None else known[1]
+            self._last[queue] = (committed, end)
 
     def _end_of_last_chunk(self, client: StreamClient, queue: str) -> int | None:
         """The offset after the stream's newest message: the header of the chunk a
@@ -151,7 +175,7 @@ class ProtocolPositions:
         else:
             where = OffsetSpecification(OffsetType.TIMESTAMP, int(spec.timestamp() * 1000))
         with self._lock:
-            return self._first_of(self._connected(), queue, where)
+            return self._on_a_node(lambda client: self._first_of(client, queue, where))
 
     def latest(self, start: StreamOffset, limits: Limits) -> StreamOffset:
         """The end of the next batch: where the streams end, within ``maxMessagesPerTrigger``
@@ -180,6 +204,7 @@ def plan_protocol_ranges(
                     start=first,
                     end=min(first + options.rows_per_partition, stop),
                     poll_timeout=options.poll_timeout,
+                    max_reconnect_attempts=options.max_reconnect_attempts,
                     fail_on_data_loss=options.fail_on_data_loss,
                 )
             )
@@ -187,6 +212,12 @@ def plan_protocol_ranges(
 
 
 def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.RecordBatch]:
+    """``read_protocol_range_once``, read on from the offset after the last row yielded when
+    its connection is lost (on the next node of ``streamUri``; see ``resume``)."""
+    return resuming(part, read_protocol_range_once, is_transient)
+
+
+def read_protocol_range_once(part: StreamProtocolRangePartition) -> Iterator[pa.RecordBatch]:
     """The messages at offsets ``[start, end)`` of a stream queue, as record batches of
     ``ROWS_PER_RECORD_BATCH`` rows or ``BYTES_PER_RECORD_BATCH`` of chunks (the last one
     smaller).
@@ -199,7 +230,7 @@ def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.Recor
     delivering before the range's end: a silence of ``pollTimeoutMs`` x 10 means the stream
     was truncated or the broker is unwell.
     """
-    with StreamClient(StreamEndpoint.parse(part.stream_uri), timeout=30.0) as client:
+    with _connected_for(part) as client:
         spec = OffsetSpecification(OffsetType.OFFSET, part.start)
         client.subscribe(_SUBSCRIPTION, part.queue, spec, CREDIT_CHUNKS)
         rows = _Rows(part.queue)
@@ -234,6 +265,16 @@ def read_protocol_range(part: StreamProtocolRangePartition) -> Iterator[pa.Recor
                 yield rows.take()
         if rows.count:
             yield rows.take()
+
+
+def _connected_for(part: StreamProtocolRangePartition) -> StreamClient:
+    """A connection to a node of the range's ``stream_uri`` (``maxReconnectAttempts`` passes
+    over them). A subscription refused for a while (the stream without a leader) or lost
+    later is retried by ``read_protocol_range`` from the last row read."""
+    client, _ = open_stream(
+        part.stream_uri, part.max_reconnect_attempts, "amqp source (stream range)", nothing
+    )
+    return client
 
 
 class _Rows:
