@@ -23,6 +23,7 @@ from amqp_spark.client import connect
 from amqp_spark.datasource import AMQPDataSource
 from amqp_spark.sink.settings import SinkSettings
 from benchmarks.common import Row, row
+from benchmarks.login import login_options
 from testbed.rabbitmq import rabbitmq
 from testbed.spark import local_session
 
@@ -33,11 +34,17 @@ BasicProperties = SPEC_0_9_1.properties("basic")
 
 
 def _spark_write(spark: Any, url: str, queue: str, rows: int) -> float:
+    return write_rate(spark, rows, {"routingKey": queue, **login_options(uri=url)})
+
+
+def write_rate(spark: Any, rows: int, options: dict[str, str]) -> float:
+    """rows/s of ``df.write.format("amqp")`` with ``options`` of ``rows`` rows of ``BODY`` in
+    two partitions, timed around ``save()`` (planning and the Spark job included)."""
     from pyspark.sql import functions as F
 
     df = spark.range(rows, numPartitions=2).select(F.lit(BODY).alias("body"))
     start = time.perf_counter()
-    df.write.format("amqp").option("uri", url).option("routingKey", queue).mode("append").save()
+    df.write.format("amqp").options(**options).mode("append").save()
     return rows / (time.perf_counter() - start)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from amqp_protocol.amqp10 import Amqp091Delivery, to_amqp091
+from amqp_protocol.amqp10 import Amqp091Delivery, from_amqp091, to_amqp091
 from amqp_protocol.stream.values import PublishedMessage
 from amqp_spark.sink.columns import ColumnPlan
-from amqp_spark.sink.messages import MessageIds
+from amqp_spark.sink.messages import MessageIds, to_messages
 from amqp_spark.sink.settings import SinkSettings
 from amqp_spark.sink.stream_ids import PublishingIds
 from amqp_spark.sink.stream_messages import StreamRun, to_stream_runs
@@ -77,3 +77,21 @@ def test_filter_values_are_handed_out_per_message_for_publish_version_2() -> Non
         {"body": pa.array([b"a", b"b"]), "filter_value": pa.array(["red", None])}, "orders"
     )
     assert run.filtered and [m.filter_value for m in run.messages] == ["red", None]
+
+
+def test_rows_differing_only_in_their_ids_get_the_messages_from_amqp091_makes() -> None:
+    """Rows whose properties all come from the options are encoded once per id length and
+    put together from the cuts: the bytes are those of each row encoded on its own, across
+    id lengths (row 9 to 10 to 100), bodies of every data-section size and a filter value
+    that holds a row's id (its rows are encoded in full)."""
+    bodies = [b"", b"a", bytes(255), bytes(256), bytes(70_000)]
+    batch = pa.record_batch([pa.array(bodies * 20)], names=["body"])
+    plan = ColumnPlan(index={"body": 0}, body_is_string=False)
+    ids = MessageIds("q", 7, 3)
+    for options in ({}, {"filterValue": "red"}, {"filterValue": "q:7:3:8"}):
+        settings = SinkSettings.parse({"uri": "amqp://127.0.0.1", "stream": "s", **options})
+        (run,) = to_stream_runs(batch, plan, settings, ids, PUBLISHING, 8, "s")
+        (rows,) = to_messages(batch, plan, settings, ids, 8)
+        expected = [from_amqp091(properties, body) for _, body, properties in rows.messages]
+        assert [m.message for m in run.messages] == expected
+        assert {m.filter_value for m in run.messages} == {options.get("filterValue")}
