@@ -15,6 +15,8 @@ a record marked ``x-stream-raw-record``) for ``legacy_log.migrate``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from amqp_protocol.amqp10 import from_amqp091
 from amqp_protocol.amqp10.amqp091 import AMQP10_TYPE
 
@@ -44,20 +46,30 @@ def _prefix(message: Message) -> bytes | None:
 
 
 class Amqp10Writer:
-    """``from_amqp091`` for the 0-9-1 messages published to one stream."""
+    """``from_amqp091`` for the 0-9-1 messages published to one stream.
+
+    The sections before the body are encoded once per distinct exchange, routing key and
+    content header. Messages that differ only in their ``message_id`` (a producer's ids:
+    every header distinct) are encoded once per *shape* (the header around the id, the
+    id's length) and cut around the id: the others are the cuts with their own id between
+    (``_IdCut``), a fraction of the full conversion's cost."""
 
     def __init__(self) -> None:
         self._prefixes: dict[tuple[bytes, bytes], bytes | None] = {}
+        self._cuts: dict[tuple[bytes, bytes, bytes, int], _IdCut | None] = {}
 
     def encode(self, message: Message) -> bytes:
         """The AMQP 1.0 message RabbitMQ 4 stores for the 0-9-1 ``message``."""
-        key = (message.envelope, message.header_payload[HEADER_PREFIX:])
+        header = message.header_payload[HEADER_PREFIX:]
+        key = (message.envelope, header)
         if key in self._prefixes:
             prefix = self._prefixes[key]
         else:
-            if len(self._prefixes) >= _PREFIXES_KEPT:
-                self._prefixes.clear()
-            prefix = self._prefixes[key] = _prefix(message)
+            prefix = self._cut_prefix(message, header)
+            if prefix is None:
+                if len(self._prefixes) >= _PREFIXES_KEPT:
+                    self._prefixes.clear()
+                prefix = self._prefixes[key] = _prefix(message)
         body = message.body
         if prefix is None:
             properties = message.properties.present()
@@ -66,6 +78,42 @@ class Amqp10Writer:
         if size < 0x100:
             return b"".join((prefix, _VBIN8, size.to_bytes(1, "big"), body))
         return b"".join((prefix, _VBIN32, size.to_bytes(4, "big"), body))
+
+    def _cut_prefix(self, message: Message, header: bytes) -> bytes | None:
+        """``message``'s prefix put together from its shape's cut; None when it has no
+        ``message_id`` to cut around, or its shape's first message could not be cut."""
+        message_id = message.properties.message_id
+        if not isinstance(message_id, str) or message_id.startswith("urn:uuid:"):
+            return None  # from_amqp091 stores a urn:uuid id as a uuid, not as its text
+        raw = message_id.encode()
+        field = bytes((len(raw),)) + raw  # a shortstr in the content header
+        at = header.find(field)
+        if at < 0 or header.find(field, at + 1) >= 0:
+            return None
+        shape = (message.envelope, header[:at], header[at + len(field) :], len(raw))
+        if shape in self._cuts:
+            cut = self._cuts[shape]
+            return None if cut is None else b"".join((cut.before, raw, cut.after))
+        if len(self._cuts) >= _PREFIXES_KEPT:
+            self._cuts.clear()
+        prefix = _prefix(message)
+        self._cuts[shape] = None if prefix is None else _IdCut.of(prefix, raw)
+        return prefix
+
+
+class _IdCut(NamedTuple):
+    """An encoded prefix before and after its message id's bytes."""
+
+    before: bytes
+    after: bytes
+
+    @classmethod
+    def of(cls, prefix: bytes, message_id: bytes) -> _IdCut | None:
+        """None unless the id's bytes are in ``prefix`` once."""
+        at = prefix.find(message_id)
+        if at < 0 or prefix.find(message_id, at + 1) >= 0:
+            return None
+        return cls(prefix[:at], prefix[at + len(message_id) :])
 
 
 def legacy_chunk_records(chunk: LegacyChunk, filter_size: int) -> tuple[list[bytes], bytes]:

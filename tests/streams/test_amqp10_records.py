@@ -27,3 +27,26 @@ def test_the_writer_stores_what_the_full_conversion_gives(size: int) -> None:
             message.properties.present(), message.body, message.exchange, message.routing_key
         )
         assert writer.encode(message) == expected
+
+
+def test_messages_that_differ_only_in_their_ids_are_stored_as_the_full_conversion() -> None:
+    """The cut around the first id of a shape gives every later id of its length the bytes
+    of the full conversion; ids whose bytes are found elsewhere too (here the exchange's
+    name, a header's value), an empty id and a urn:uuid id take the full conversion."""
+    ids = [
+        *(f"q:0:{row}" for row in range(120)),
+        "ex",
+        "ex",
+        "xy",
+        "1",
+        "v",
+        "",
+        "urn:uuid:6e8bc430-9c3a-11d9-9669-0800200c9a66",
+        "urn:uuid:00000000-0000-0000-0000-000000000000",
+    ]
+    writer = Amqp10Writer()
+    for index, message_id in enumerate(ids):
+        properties = BASIC(message_id=message_id, content_type="text/plain", headers={"h": "v"})
+        message = Message("ex", "key", properties, b"body %d" % index)
+        expected = from_amqp091(properties.present(), message.body, "ex", "key")
+        assert writer.encode(message) == expected, message_id
