@@ -9,7 +9,8 @@ runs (``enqueue``: inside a send, holding the send lock and a channel's lock, as
 question of ``reportLatestOffset`` is sent; ``drain_deliveries``: holding the lock of the
 channel it drains, in ``latestOffset``). The parent then publishes 5 messages and times
 how long a new consumer (the restarted run) takes to receive them, and whether the child
-ended. ``--code DIR`` puts another checkout's packages first (to measure code before a fix).
+ended (within 30 s of the signal). ``--code DIR`` puts another checkout's packages first
+(to measure code before a fix).
 
     .venv/bin/python scripts/measure_stopped_run.py --where enqueue [--code /tmp/old]
 """
@@ -91,8 +92,11 @@ def measure(url: str, code: str, where: str, timeout: float) -> dict[str, object
         if d is not None and d.body.startswith(b"after"):
             got += 1
     taken = time.time() - signalled
-    ended = child.poll()
-    if ended is None:
+    try:
+        ended: int | None = child.wait(timeout=max(0.0, 30.0 - taken))
+        ended_after: float | None = time.time() - signalled
+    except subprocess.TimeoutExpired:  # still running 30 s after the signal
+        ended = ended_after = None
         child.kill()
         child.wait()
     ch.queue_delete(queue)
@@ -102,7 +106,8 @@ def measure(url: str, code: str, where: str, timeout: float) -> dict[str, object
         "code": code,
         "new_messages_read": got,
         "seconds_after_sigterm": round(taken, 1),
-        "child_exit": ended,
+        "runner_exit": ended,
+        "runner_exit_seconds_after_sigterm": None if ended_after is None else round(ended_after, 1),
     }
 
 
