@@ -46,19 +46,6 @@ END_GRACE_SECONDS = 15.0
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 
-#: What starts the deadline: ``(seconds, action)``, returning a thread-like ``start()``-able.
-TimerFactory = Callable[[float, Callable[[], None]], Any]
-
-
-def _kill_this_process() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _daemon_timer(seconds: float, action: Callable[[], None]) -> threading.Timer:
-    timer = threading.Timer(seconds, action)
-    timer.daemon = True
-    return timer
-
 
 class RunEnd:
     """Ends the run at SIGTERM by calling ``stop`` when no call of the reader is in progress
@@ -66,15 +53,8 @@ class RunEnd:
     (by default: the process ends). Holds no resources until ``install``: a reader carrying
     one is still pickled to the executors."""
 
-    def __init__(
-        self,
-        grace: float = END_GRACE_SECONDS,
-        timer: TimerFactory = _daemon_timer,
-        kill: Callable[[], None] = _kill_this_process,
-    ) -> None:
+    def __init__(self, grace: float = END_GRACE_SECONDS) -> None:
         self._grace = grace
-        self._timer = timer
-        self._kill = kill
         self._stop: Callable[[], None] | None = None
         self._previous: Any = None
         self._calls = 0  #: reader calls in progress on the main thread (nested: stop in one)
@@ -108,7 +88,9 @@ class RunEnd:
             return  # Spark sends it twice: the first one ends the run
         self._signal = (signum, frame)
         if not callable(self._previous):  # the process is to end: make sure it does
-            self._timer(self._grace, self._past_grace).start()
+            deadline = threading.Timer(self._grace, self._past_grace)
+            deadline.daemon = True
+            deadline.start()
         if not self._calls:
             self._end()
 
@@ -118,19 +100,21 @@ class RunEnd:
             "(the broker requeues what was not acked)",
             self._grace,
         )
-        self._kill()
+        os.kill(os.getpid(), signal.SIGKILL)
 
     def _end(self) -> None:
         if self._ended:
             return
         self._ended = True
         assert self._stop is not None and self._signal is not None
-        self._stop()
-        if callable(self._previous):
-            self._previous(*self._signal)
-        else:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            self._stop()
+        finally:  # a failed end still ends the process
+            if callable(self._previous):
+                self._previous(*self._signal)
+            else:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
 
 
 def runner_call(method: Method) -> Method:

@@ -56,6 +56,23 @@ def test_a_sigterm_between_calls_ends_the_run_at_once() -> None:
     assert events == ["stop", "previous", "after the signal"]
 
 
+def test_a_run_end_that_fails_still_passes_the_signal_on() -> None:
+    passed_on: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: passed_on.append(signum))
+
+    def failing_stop() -> None:
+        raise RuntimeError("the broker went away")
+
+    try:
+        RunEnd().install(failing_stop)
+        with pytest.raises(RuntimeError, match="went away"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0)  # a call: the handler has run by its end
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert passed_on == [signal.SIGTERM]
+
+
 RUNNER = """
 import sys, time
 from amqp_spark.source.run_end import RunEnd
