@@ -124,15 +124,24 @@ def test_commit_acks_each_queues_batch_with_one_multiple_ack_and_nothing_else(
     assert (ready_once_unconsumed(broker, a), ready_once_unconsumed(broker, b)) == (0, 0)
 
 
-def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_the_broker(
+def first_batch_of_eight(
     broker: Broker, runner_reader_of: ReaderFactory
-) -> None:
+) -> tuple[str, MicroBatchReader, RecordingProxy, dict[str, Any]]:
+    """A queue of 8 messages, a runner's reader of it, and the end of its first batch (all
+    8), planned."""
     queue = broker.new_queue()
     broker.publish(queue, bodies(8))
     reader, proxy = runner_reader_of(queue=queue, prefetch="100")
     start = reader.initialOffset()
     end = offset_reaching(reader, start, {queue: 8}, rows=100)
     planned_rows(reader, start, end)
+    return queue, reader, proxy, end
+
+
+def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_the_broker(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    queue, reader, proxy, end = first_batch_of_eight(broker, runner_reader_of)
 
     os.kill(os.getpid(), signal.SIGTERM)  # what Spark sends the runner when the query stops
 
@@ -193,12 +202,7 @@ def test_a_sigterm_landing_while_a_call_holds_a_lock_closes_the_connection_after
     forever: the stopped run kept its consumer (``enqueue``: connection.close was never
     sent and heartbeats stopped), and the queue's next messages went to it, not to the
     restarted query (issue 36)."""
-    queue = broker.new_queue()
-    broker.publish(queue, bodies(8))
-    reader, proxy = runner_reader_of(queue=queue, prefetch="100")
-    start = reader.initialOffset()
-    end = offset_reaching(reader, start, {queue: 8}, rows=100)
-    planned_rows(reader, start, end)
+    queue, reader, proxy, end = first_batch_of_eight(broker, runner_reader_of)
     reader.commit(end)
 
     idle_poll(reader, end, SigtermInside(caller))
