@@ -27,16 +27,13 @@ calls nothing on the source. So, there:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-from types import FrameType
 from typing import Any, Generic, Protocol, TypeVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from amqp_spark.source.min_rows import MinRowsGate
 from amqp_spark.source.options import SourceOptions
+from amqp_spark.source.run_end import RunEnd, runner_call
 from amqp_spark.spark_api import ReadLimit, ReadMinRows, SupportsTriggerAvailableNow
 
 
@@ -57,7 +54,7 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Gene
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._state: State | None = None  #: made in the runner, by ``_runner_state``
-        self._sigterm_installed = False
+        self._run_end = RunEnd()  #: SIGTERM's end of the run, hooked in the runner
         self._available_now = False  #: an AvailableNow run (prepareForTriggerAvailableNow)
         self._min_rows: MinRowsGate | None = None  #: minMessagesPerTrigger, in the runner
         self._initial_offset: dict[str, Any] | None = None
@@ -83,6 +80,7 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Gene
     def _partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         raise NotImplementedError
 
+    @runner_call
     def initialOffset(self) -> dict[str, Any]:
         """Where a query without a checkpoint starts; without admission control, where the
         run's first ``latestOffset`` (which Spark calls first) started, so that the first
@@ -91,6 +89,7 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Gene
             return self._initial_offset
         return self._initial()
 
+    @runner_call
     def latestOffset(
         self, start: dict[str, Any] | None = None, limit: ReadLimit | None = None
     ) -> dict[str, Any]:
@@ -106,45 +105,18 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Gene
         self._last_end = end
         return end
 
+    @runner_call
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         self._last_end = end
         return self._partitions(start, end)
 
     def _runner_state(self) -> State:
         """The state, made on first use (in the runner), when the end of the run is hooked."""
-        if not self._sigterm_installed:
-            self._install_sigterm_handler()
+        if not self._run_end.installed:  # Spark ends the run by SIGTERM, not by stop()
+            self._run_end.install(self.stop)
         if self._state is None:
             self._state = self._new_state()
         return self._state
-
-    def _install_sigterm_handler(self) -> None:
-        """Spark ends a query run by SIGTERM to this process, not by ``stop()``: close the
-        connection cleanly then, and let the previous handler (or the default) finish.
-
-        Spark may send SIGTERM twice (measured: a second one a few milliseconds later). The
-        second must not run ``stop()`` inside the first: it would wait for the client's send
-        lock that the interrupted ``stop()`` holds, forever. The first one ends the process.
-        """
-        self._sigterm_installed = True
-        previous = signal.getsignal(signal.SIGTERM)
-        handling = False
-
-        def on_sigterm(signum: int, frame: FrameType | None) -> None:
-            nonlocal handling
-            if handling:
-                return
-            handling = True
-            self.stop()
-            if callable(previous):
-                previous(signum, frame)
-            else:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
-
-        # Outside the main thread there is nothing to hook (stop() still closes).
-        with contextlib.suppress(ValueError):
-            signal.signal(signal.SIGTERM, on_sigterm)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.options.min_messages_per_trigger is not None:
@@ -165,7 +137,9 @@ class MicroBatchReader(DataSourceStreamReader, SupportsTriggerAvailableNow, Gene
             self._min_rows = MinRowsGate(min_rows, self.options.max_trigger_delay)
         return self._min_rows.admits(rows, min_rows)
 
+    @runner_call
     def stop(self) -> None:
-        """Close the connections (also at SIGTERM: Spark does not call ``stop``)."""
+        """Close the connections (also at SIGTERM, see ``run_end``: Spark does not always
+        call ``stop``)."""
         if self._state is not None:
             self._state.close()

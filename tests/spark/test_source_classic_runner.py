@@ -5,13 +5,18 @@ batch with one ``basic.ack`` (``multiple=true``), and SIGTERM closes the connect
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import struct
+import sys
 import time
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import pyarrow as pa
+import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from amqp_spark.source.micro_batch import MicroBatchReader
@@ -119,15 +124,24 @@ def test_commit_acks_each_queues_batch_with_one_multiple_ack_and_nothing_else(
     assert (ready_once_unconsumed(broker, a), ready_once_unconsumed(broker, b)) == (0, 0)
 
 
-def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_the_broker(
+def first_batch_of_eight(
     broker: Broker, runner_reader_of: ReaderFactory
-) -> None:
+) -> tuple[str, MicroBatchReader, RecordingProxy, dict[str, Any]]:
+    """A queue of 8 messages, a runner's reader of it, and the end of its first batch (all
+    8), planned."""
     queue = broker.new_queue()
     broker.publish(queue, bodies(8))
     reader, proxy = runner_reader_of(queue=queue, prefetch="100")
     start = reader.initialOffset()
     end = offset_reaching(reader, start, {queue: 8}, rows=100)
     planned_rows(reader, start, end)
+    return queue, reader, proxy, end
+
+
+def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_the_broker(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    queue, reader, proxy, end = first_batch_of_eight(broker, runner_reader_of)
 
     os.kill(os.getpid(), signal.SIGTERM)  # what Spark sends the runner when the query stops
 
@@ -135,3 +149,66 @@ def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_t
     assert method_ids(methods)[-1] == CONNECTION_CLOSE
     assert acks(methods) == []
     assert ready_once_unconsumed(broker, queue) == 8, "requeued by the broker, unacked"
+
+
+class SigtermInside:
+    """Sends SIGTERM to this process the first time a function named ``caller`` calls
+    another Python function, so that the handler runs while ``caller`` is still running
+    (Python runs it at the callee's start): ``Channel.drain_deliveries`` holds its channel's
+    lock then; ``enqueue`` (a request's bookkeeping, run inside ``Connection.send``) holds
+    the send lock and its channel's lock."""
+
+    def __init__(self, caller: str) -> None:
+        self.caller = caller
+        self.sent = False
+
+    def trace(self, frame: FrameType, event: str, arg: Any) -> None:
+        caller = frame.f_back
+        if event == "call" and not self.sent and caller and caller.f_code.co_name == self.caller:
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    @contextlib.contextmanager
+    def armed(self) -> Iterator[None]:
+        sys.settrace(self.trace)
+        try:
+            yield
+        finally:
+            sys.settrace(None)
+
+
+def idle_poll(reader: MicroBatchReader, end: dict[str, Any], trap: SigtermInside) -> None:
+    """A processing-time trigger's polls with nothing new, and the progress report after
+    each (which asks the broker for the queue's depth about once a second), until the
+    signal was sent inside one of them."""
+    for _ in range(100):
+        with trap.armed():
+            assert reader.latestOffset(end, ReadMaxRows(100)) == end
+            reader.reportLatestOffset()
+        if trap.sent:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{trap.caller} was never reached")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("caller", ["drain_deliveries", "enqueue"])
+def test_a_sigterm_landing_while_a_call_holds_a_lock_closes_the_connection_after_the_call(
+    broker: Broker, runner_reader_of: ReaderFactory, caller: str
+) -> None:
+    """Spark stops a query while a call of the reader runs (under load they take long
+    enough): the run's end must not close the connection inside that call, which may hold
+    a lock the close takes (a channel's, the send lock). Before, the close waited for it
+    forever: the stopped run kept its consumer (``enqueue``: connection.close was never
+    sent and heartbeats stopped), and the queue's next messages went to it, not to the
+    restarted query (issue 36)."""
+    queue, reader, proxy, end = first_batch_of_eight(broker, runner_reader_of)
+    reader.commit(end)
+
+    idle_poll(reader, end, SigtermInside(caller))
+
+    methods = only_connection(proxy)
+    assert method_ids(methods)[-1] == CONNECTION_CLOSE
+    assert [tag for _, tag, _ in acks(methods)] == [8]
+    broker.publish(queue, bodies(5, "after"))
+    assert ready_once_unconsumed(broker, queue) == 5, "taken by the stopped run's consumer"

@@ -49,6 +49,7 @@ from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import ArrowPartition, split_rows
+from amqp_spark.source.run_end import runner_call
 from amqp_spark.spark_api import PYSPARK_VERSION, ReadAllAvailable, ReadLimit
 
 log = logging.getLogger("amqp_spark.source")
@@ -89,6 +90,7 @@ class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
     def _initial(self) -> dict[str, Any]:
         return self._runner_state().start_offset().to_dict()
 
+    @runner_call
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True
         self._runner_state().limit_to_current_depth()
@@ -136,6 +138,7 @@ class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
             )
         return checkpoint
 
+    @runner_call
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: per queue the messages ready
         on the broker and those received but not yet acked, and the redelivered messages
@@ -166,10 +169,12 @@ class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
             raise TypeError(f"amqp source: not a batch of classic-queue deliveries: {partition!r}")
         yield from deserialize(partition.ipc)
 
+    @runner_call
     def commit(self, end: dict[str, Any]) -> None:
         if self._state is not None:
             self._state.ack_through(ClassicOffset.from_dict(end))
 
+    @runner_call
     def stop(self) -> None:
         """Close the connection; first ack the run's last batch if it may have had no call
         after it and Spark committed it (see the module docstring)."""

@@ -21,6 +21,7 @@ from amqp_spark.source.limits import Limits
 from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import StreamOffset
 from amqp_spark.source.partitions import StreamProtocolRangePartition, StreamRangePartition
+from amqp_spark.source.run_end import runner_call
 from amqp_spark.source.stream_queues.protocol_ranges import (
     ProtocolPositions,
     plan_protocol_ranges,
@@ -52,6 +53,7 @@ class _StreamRangesReader(MicroBatchReader[P]):
     def _initial(self) -> dict[str, Any]:
         return self._runner_state().initial().to_dict()
 
+    @runner_call
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True
         self._runner_state().limit_to_current_end()
@@ -65,6 +67,7 @@ class _StreamRangesReader(MicroBatchReader[P]):
         rows = sum(end[q] - begin.positions.get(q, end[q]) for q in end.positions)
         return (end if self._admits(limit, rows, opening) else begin).to_dict()
 
+    @runner_call
     def reportLatestOffset(self) -> dict[str, Any] | None:
         """What lastProgress shows as the source's latestOffset: where each queue ends as
         far as the source knows."""
