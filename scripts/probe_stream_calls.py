@@ -113,8 +113,8 @@ def main(out: str) -> None:
     for query, trigger, key in runs:
         first = FIRST if key not in checkpoints else CAP + FIRST  # a restart has more
         checkpoint = checkpoints.setdefault(key, tempfile.mkdtemp(prefix=f"probe-{key}-"))
-        df = spark.readStream.format("probe").option("path", out).option("query", query)
-        df = df.option("first", first).load()
+        reader = spark.readStream.format("probe").option("path", out).option("query", query)
+        df = reader.option("first", first).load()
         q = df.writeStream.format("noop").option("checkpointLocation", checkpoint)
         running = q.trigger(**trigger).start()
         if "processingTime" in query:  # until 3 batches ran (or 90 s)

@@ -23,7 +23,7 @@ check "ruff format --check" "$bin/ruff" format --check .
 
 # mypy refuses a folder without Python files; check the packages written so far.
 targets=()
-for package in amqp_protocol amqp_spark amqp_spark_demo broker pyspark_amqp testbed tests benchmarks; do
+for package in amqp_protocol amqp_spark amqp_spark_demo broker pyspark_amqp testbed tests benchmarks scripts; do
     if [ -n "$(find "$package" -name '*.py' -print -quit 2>/dev/null)" ]; then
         targets+=("$package")
     fi
