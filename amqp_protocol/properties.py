@@ -17,6 +17,7 @@ properties present.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import values
@@ -69,6 +70,13 @@ class Properties:
         """Decode the property-flags words and the property list at ``offset``; the list
         must end where ``data`` ends."""
         raise NotImplementedError
+
+
+def names_given(properties: Iterable[Properties]) -> set[str]:
+    """The names of the properties set in any of ``properties``, in one C-level pass: an
+    instance holds only the properties it was given (absent ones are the class's None), so
+    a column of a property no instance has need not be read from any of them."""
+    return set().union(*map(vars, properties))
 
 
 def read_flag_words(data: bytes, offset: int, masks: tuple[int, ...]) -> tuple[list[int], int]:

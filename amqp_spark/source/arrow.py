@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from amqp_protocol.amqp10.columns import FIELDS, StoredColumns
+from amqp_protocol.properties import names_given
 from amqp_spark.schema import STRING_PROPERTIES, arrow_schema
 
 #: The header RabbitMQ puts on every delivery from a stream queue: its offset.
@@ -97,22 +98,33 @@ def to_record_batch(
     queues); classic-queue rows have a null offset.
 
     Each column is one pass of C-level ``map(attrgetter)`` over the deliveries, handed to
-    pyarrow at once; timestamps are scaled by pyarrow, and the headers column is rendered in
-    Python only for deliveries that have headers.
+    pyarrow at once; a property no delivery has is a column of nulls, read from none of them;
+    timestamps are scaled by pyarrow, and the headers column is rendered in Python only for
+    deliveries that have headers.
     """
     n = len(deliveries)
     props = list(map(operator.attrgetter("properties"), deliveries))
+    given = names_given(props)
     schema = source_arrow_schema()
     columns: dict[str, pa.Array | list[Any]] = {
         name: list(map(operator.attrgetter(name), deliveries)) for name in _DELIVERY_FIELDS
     }
-    columns.update({name: list(map(operator.attrgetter(name), props)) for name in _PROPERTY_FIELDS})
+    columns.update(
+        {
+            name: list(map(operator.attrgetter(name), props))
+            if name in given
+            else pa.nulls(n, schema.field(name).type)
+            for name in _PROPERTY_FIELDS
+        }
+    )
     columns["queue"] = pa.repeat(pa.scalar(queue, pa.string()), n)  # fill_null: 200x slower
     columns["offset"] = (
         list(map(stream_offset_of, deliveries)) if with_offsets else pa.nulls(n, pa.int64())
     )
-    columns["timestamp"] = _timestamps(columns.pop("timestamp"), schema.field("timestamp").type)
-    columns["headers"] = _headers(columns.pop("headers"), schema.field("headers").type)
+    if "timestamp" in given:
+        columns["timestamp"] = _timestamps(columns["timestamp"], schema.field("timestamp").type)
+    if "headers" in given:
+        columns["headers"] = _headers(columns["headers"], schema.field("headers").type)
     arrays = [_array(columns[field.name], field.type) for field in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 

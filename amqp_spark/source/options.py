@@ -233,8 +233,8 @@ class SourceOptions:
         "prefetch",
         integers(1, PREFETCH_MAX),
         default=10000,
-        default_doc="classic streams: from the sizes seen, at most 40000 messages and 128 MiB "
-        "per query; otherwise `10000`",
+        default_doc="classic streams: from the sizes seen, at most 40000 messages (131070 on the "
+        "bundled broker) and 128 MiB per query; otherwise `10000`",
         doc="`basic.qos` per consumer; for classic queues also the most messages the driver "
         "holds unacked per queue",
         details="1–1048560. Classic queues in a stream: how many messages the driver holds unacked "
@@ -242,7 +242,8 @@ class SourceOptions:
         "larger window is shared by several consumers on the queue's channel (`basic.qos` of "
         "`prefetch / consumers` each; their deliveries share the channel's delivery tags, so "
         "offsets and acks are unchanged). Not set, a classic stream chooses each queue's window "
-        "from the body sizes it sees: up to 40000 messages, within 128 MiB of driver memory for "
+        "from the body sizes it sees: up to 40000 messages (131070 on the bundled broker, whose "
+        "cost per message does not grow with the window), within 128 MiB of driver memory for "
         "the query's queues together (a held delivery counted as 400 B plus 1.5 times its body, "
         "the batch's Arrow copy included): 100 B messages get 40000, 10 KB 8,715, 1 MB 89 "
         "(see Batch size). Stream queues and batch reads: `basic.qos` of each consumer, at most "

@@ -76,6 +76,28 @@ def test_every_column_comes_from_the_delivery() -> None:
     }
 
 
+def test_a_property_some_deliveries_lack_is_null_in_their_rows_only() -> None:
+    deliveries = [
+        delivery(1),
+        delivery(2, content_type="text/plain", timestamp=1_700_000_000, headers={"k": 1}),
+        delivery(3, priority=0),
+    ]
+    rows = to_record_batch(deliveries, "q", with_offsets=False).to_pylist()
+    assert [r["content_type"] for r in rows] == [None, "text/plain", None]
+    assert [r["priority"] for r in rows] == [None, None, 0]
+    assert [r["headers"] for r in rows] == [None, [("k", "1")], None]
+    moment = datetime.datetime.fromtimestamp(1_700_000_000, datetime.timezone.utc)
+    assert [r["timestamp"] for r in rows] == [None, moment, None]
+    assert all(r[name] is None for r in rows for name in ("message_id", "app_id", "expiration"))
+
+
+def test_rows_without_any_property_have_every_property_null() -> None:
+    batch = to_record_batch([delivery(1), delivery(2)], "q", with_offsets=False)
+    assert batch.schema == arrow_schema()
+    for name in ("timestamp", "headers", "content_type", "delivery_mode", "priority", "type"):
+        assert batch.column(name).null_count == 2, name
+
+
 def test_stream_offsets_come_from_the_x_stream_offset_header() -> None:
     batch = to_record_batch(
         [delivery(1, headers={"x-stream-offset": 41}), delivery(2, headers={})],

@@ -10,13 +10,16 @@ from typing import Any
 
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
+from amqp_spark.server_product import product_and_version
 from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.classic.window import (
+    BUNDLED_BROKER_WINDOW_MESSAGES,
     DEFAULT_WINDOW_BYTES,
     DEFAULT_WINDOW_MESSAGES,
     DELIVERY_OVERHEAD,
     GROWTH,
     DefaultWindow,
+    window_messages_for,
 )
 from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
@@ -31,6 +34,25 @@ MiB = 2**20
 def test_small_messages_get_the_full_count_of_the_default_window() -> None:
     policy = DefaultWindow.for_queues(1)
     assert policy.target(100) == DEFAULT_WINDOW_MESSAGES
+
+
+def test_the_bundled_broker_gets_a_larger_default_window_than_any_other_broker() -> None:
+    assert BUNDLED_BROKER_WINDOW_MESSAGES > DEFAULT_WINDOW_MESSAGES
+    bundled = {"product": "amqp-spark broker", "version": "0.1.0"}
+    assert window_messages_for(bundled) == BUNDLED_BROKER_WINDOW_MESSAGES
+    for other in (
+        {"product": b"RabbitMQ", "version": b"4.0.5"},
+        {"product": "RabbitMQ", "version": "3.10.0"},
+        {"product": "LavinMQ"},
+        {},
+    ):
+        assert window_messages_for(other) == DEFAULT_WINDOW_MESSAGES, other
+
+
+def test_the_larger_window_of_small_messages_fits_the_memory_budget() -> None:
+    policy = DefaultWindow.for_queues(1, BUNDLED_BROKER_WINDOW_MESSAGES)
+    assert policy.target(100) == BUNDLED_BROKER_WINDOW_MESSAGES
+    assert policy.target(10_000) == DefaultWindow.for_queues(1).target(10_000)  # bytes bound
 
 
 def test_large_messages_get_a_window_bounded_by_the_memory_budget() -> None:
@@ -97,6 +119,19 @@ def _poll_until_window(
             break
         time.sleep(0.05)
     return end
+
+
+def test_the_default_window_is_chosen_from_the_broker_at_connect(
+    broker: Broker, runner_reader_of: ReaderFactory
+) -> None:
+    reader, _ = runner_reader_of(queue=broker.new_queue())
+    reader.initialOffset()  # connects and starts consuming
+
+    policy = _consumers(reader)._default_window
+    assert policy is not None
+    product, _ = product_and_version(broker.conn.server_properties)
+    expected = 131_070 if product == "amqp-spark broker" else 40_000
+    assert policy.target(100) == expected
 
 
 def test_the_default_window_grows_from_one_message_to_its_target_acking_nothing(

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp_spark.source.classic.delivery_limit import warn_about_delivery_limit
-from amqp_spark.source.classic.window import DefaultWindow
+from amqp_spark.source.classic.window import DefaultWindow, window_messages_for
 from amqp_spark.source.connecting import open_with_retry, using_queue
 from amqp_spark.source.limits import Limits
 from amqp_spark.source.offsets import ClassicOffset
@@ -181,7 +181,9 @@ class ClassicConsumers:
         #: ``prefetch`` given: the consumers' prefetch, all started at once. Else each queue
         #: starts with one consumer of one message and grows (see ``window``).
         self._fixed = [share] * consumers_per_queue if "prefetch" in options.given else None
-        self._default_window = DefaultWindow.for_queues(len(options.queues) or 1)
+        #: Without ``prefetch``: the window's policy, chosen at the first connection from the
+        #: broker's ``product`` (see ``window``).
+        self._default_window: DefaultWindow | None = None
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -203,6 +205,10 @@ class ClassicConsumers:
             self._conn, self._consumers, self.queues = conn, consumers, queues
             self._depth_channel, self._depths_at = depth_channel, 0.0
             self.connection_id = uuid.uuid4().hex
+            if self._default_window is None:
+                self._default_window = DefaultWindow.for_queues(
+                    len(opts.queues) or 1, window_messages_for(conn.server_properties)
+                )
             self._ask_depths()  # now, so that the first progress report has an answer
             if opts.queue_type == "quorum" and not self._warned:
                 self._warned = True
@@ -292,6 +298,7 @@ class ClassicConsumers:
         if not consumer.settled():
             return
         policy = self._default_window
+        assert policy is not None  # chosen when the connection opened
         if policy.over_budget(consumer.held_bytes, len(consumer.arrived)):
             if len(consumer.tags_and_prefetches) > 1:
                 consumer.shrink()
@@ -381,7 +388,7 @@ class ClassicConsumers:
         return sum(max(1, self._window_of(c) // 2) for c in self._consumers.values())
 
     def _window_of(self, consumer: _Consumer) -> int:
-        if self._fixed is not None:
+        if self._fixed is not None or self._default_window is None:
             return consumer.window
         return max(consumer.window, self._default_window.target(consumer.average_body()))
 

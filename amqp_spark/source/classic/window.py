@@ -21,12 +21,19 @@ a window of one message and adds consumers (``basic.qos`` then ``basic.consume``
 own prefetch) as the deliveries it has seen show how large the window may be, growing it at
 most :data:`GROWTH` times at each step. Should messages then grow, consumers are cancelled
 (newest first) while the driver holds more than its share of the budget.
+
+The count depends on the broker (``connection.start``'s ``product``, see
+:func:`window_messages_for`): RabbitMQ's CPU per message grows with the unacked window, the
+bundled broker's does not, so there the window is larger and the batches with it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from amqp_spark.server_product import product_and_version
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 
 #: The default window's count, per queue (batches of 20,000). Measured on RabbitMQ 4.0.5
@@ -35,6 +42,12 @@ from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 #: 65535, 62.9 at 131070; 35.8 for the raw client), Spark's JVM per batch (29.7 µs per row
 #: in 30 batches, 12.4 in 15, 8.6 in 10): 40000 cost least in all and read fastest.
 DEFAULT_WINDOW_MESSAGES = 40_000
+#: The default window's count on the bundled broker (batches of 65,535), whose CPU per message
+#: does not grow with the window (6.9 CPU-s per million at 40000, 7.2 at 131070) while Spark's
+#: per batch falls: measured 2.3x the rows/s of 40000 (docs/measurements/classic-source.md).
+BUNDLED_BROKER_WINDOW_MESSAGES = 131_070
+#: ``connection.start``'s ``product`` of the bundled broker (``broker/``).
+BUNDLED_BROKER_PRODUCT = "amqp-spark broker"
 #: What the default windows of one query may hold in the driver, all queues together.
 DEFAULT_WINDOW_BYTES = 128 * 2**20
 #: Memory of a held delivery besides its body (measured with tracemalloc: 317 B for a
@@ -43,6 +56,16 @@ DELIVERY_OVERHEAD = 400
 #: By how much the window may grow at once: evidence of the sizes comes from deliveries
 #: already received, so the window is at most GROWTH times what the sizes were seen over.
 GROWTH = 16
+
+
+def window_messages_for(server_properties: Mapping[str, Any]) -> int:
+    """The default window's count on the broker that sent ``server_properties``
+    (``connection.start``): larger on the bundled broker only; RabbitMQ's and any other
+    broker's is the one measured on RabbitMQ."""
+    product, _ = product_and_version(server_properties)
+    if product == BUNDLED_BROKER_PRODUCT:
+        return BUNDLED_BROKER_WINDOW_MESSAGES
+    return DEFAULT_WINDOW_MESSAGES
 
 
 def message_cost(average_body: float) -> float:
@@ -60,8 +83,8 @@ class DefaultWindow:
     max_messages: int = DEFAULT_WINDOW_MESSAGES
 
     @classmethod
-    def for_queues(cls, queues: int) -> DefaultWindow:
-        return cls(DEFAULT_WINDOW_BYTES // max(1, queues))
+    def for_queues(cls, queues: int, max_messages: int = DEFAULT_WINDOW_MESSAGES) -> DefaultWindow:
+        return cls(DEFAULT_WINDOW_BYTES // max(1, queues), max_messages)
 
     def target(self, average_body: float) -> int:
         """The window for messages of this average body size, in messages (at least one)."""
