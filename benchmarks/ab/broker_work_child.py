@@ -170,6 +170,9 @@ class Broker:
         config.host = "127.0.0.1"
         config.management.port = 0
         config.management.enabled = mode == "on"
+        # No stream-protocol listener: its default port, 5552, is where a stream reader on
+        # this machine may knock (measured: a Spark test's probe, counted as broker work).
+        config.stream_port = None
         self.server = BrokerServer(config, self.loop)
         self.loop.run_until_complete(self.server.start())
         self.plain = Peer(self.server, self.loop)

@@ -28,7 +28,7 @@ from broker.config import BrokerConfig
 from broker.server.app import BrokerServer
 
 async def main():
-    config = BrokerConfig(port=0, data_dir=None)
+    config = BrokerConfig(port=0, data_dir=None, stream_port=None)
     config.management.enabled = False
     server = BrokerServer(config, asyncio.get_running_loop())
     await server.start()
@@ -46,7 +46,7 @@ from broker.config import BrokerConfig
 from broker.server.app import BrokerServer
 
 async def main():
-    config = BrokerConfig(port=0, data_dir=None)
+    config = BrokerConfig(port=0, data_dir=None, stream_port=None)
     config.management.port = 0
     server = BrokerServer(config, asyncio.get_running_loop())
     await server.start()

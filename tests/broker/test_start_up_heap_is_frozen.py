@@ -11,7 +11,7 @@ import asyncio, gc, os, signal
 from broker import cli
 from broker.config import BrokerConfig
 
-config = BrokerConfig(port=0, data_dir=None)
+config = BrokerConfig(port=0, data_dir=None, stream_port=None)
 config.management.enabled = False
 
 async def main():

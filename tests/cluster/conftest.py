@@ -22,10 +22,9 @@ from tests.support import fixtures
 from tests.support.rabbitmq_cluster import RabbitMQCluster
 
 
-@pytest.fixture(scope="session")
-def session_cluster() -> Iterator[RabbitMQCluster]:
-    """The session's cluster, every node serving the stream protocol too. When none can be
-    formed the tests that need it fail in CI and skip elsewhere, with the reason."""
+def formed_cluster() -> Iterator[RabbitMQCluster]:
+    """A new three-node cluster, every node serving the stream protocol too. When none can
+    be formed the tests that need it fail in CI and skip elsewhere, with the reason."""
     install = find_rabbitmq(4)
     if install is None:
         fixtures._fail_in_ci_else_skip(f"no RabbitMQ cluster: {missing_rabbitmq(4)}")
@@ -36,6 +35,12 @@ def session_cluster() -> Iterator[RabbitMQCluster]:
         fixtures._fail_in_ci_else_skip(f"no RabbitMQ cluster: {e}")
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def session_cluster() -> Iterator[RabbitMQCluster]:
+    """The session's cluster (``formed_cluster``)."""
+    yield from formed_cluster()
 
 
 @pytest.fixture

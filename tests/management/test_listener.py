@@ -56,7 +56,7 @@ def test_the_program_stops_with_an_error_naming_the_flag_when_the_port_is_taken(
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        args = ["--in-memory", "--port", "0", "--management-port", str(port)]
+        args = ["--in-memory", "--port", "0", "--stream-port", "0", "--management-port", str(port)]
         with pytest.raises(SystemExit) as exit_info:
             cli.main(args)
     message = str(exit_info.value.code)

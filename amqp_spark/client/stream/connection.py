@@ -272,7 +272,12 @@ class StreamClient:
         """A correlation id for a request (:meth:`request`) of the caller's own."""
         return self._conn.next_correlation_id()
 
-    def close(self) -> None:
+    def close(self, move_on: bool = False) -> None:
+        """Close the connection; with ``move_on``, the next connection of this process goes
+        to the next node first, as after a lost one (this node failed what was asked of it:
+        a stream it cannot serve for now, a silence)."""
+        if move_on and self.on_lost is not None:
+            self.on_lost()
         self.on_lost = None  # ended by us
         try:
             self.request(
@@ -289,8 +294,8 @@ class StreamClient:
     def __enter__(self) -> StreamClient:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        self.close(move_on=isinstance(error, Exception))
 
     # -- the wire ------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ def open_stream(
         try:
             return client, setup(client)
         except (ClientError, OSError) as e:
-            client.close()
+            client.close(move_on=True)
             if not is_transient(e):
                 raise
             last_error = e

@@ -262,7 +262,7 @@ class StreamPublisher:
         log.warning(
             "stream publisher: %s goes on on another connection after: %s", self.where, error
         )
-        self.client.close()
+        self.client.close(move_on=True)
         time.sleep(backoff.after_losses(self._losses))
         self.client = self._reconnect(self._restore)
 

@@ -103,17 +103,17 @@ class ProtocolPositions:
             try:
                 return ask(self._connected())
             except Exception as e:
-                self.close()  # the next call connects again
+                self.close(move_on=True)  # the next call connects again, to the next node
                 losses += 1
                 if not is_transient(e) or losses > self._options.max_reconnect_attempts:
                     raise
                 log.warning("amqp source: stream positions asked again after: %s", e)
 
-    def close(self) -> None:
+    def close(self, move_on: bool = False) -> None:
         with self._lock:
             client, self._client = self._client, None
             if client is not None:
-                client.close()
+                client.close(move_on)
 
     def _refresh(self, force: bool = False) -> None:
         if not force and time.monotonic() - self._asked_at < REFRESH_SECONDS:
