@@ -423,3 +423,13 @@ def body_091(sections: Sections, data: Buffer) -> bytes:
         body = sections.body
         return body[0] if len(body) == 1 else b"".join(body)
     return bytes(data[sections.body_start :])
+
+
+def split_once(data: bytes, part: bytes) -> tuple[bytes, bytes] | None:
+    """``data`` before and after ``part``; None unless ``part`` is in it exactly once. What
+    a message's encoding is cut around its id with: a second encoding that differs only in
+    an id of the same length is the cuts with that id between (its length prefix the same)."""
+    at = data.find(part)
+    if at < 0 or data.find(part, at + 1) >= 0:
+        return None
+    return data[:at], data[at + len(part) :]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from amqp_protocol.amqp10 import encode, from_amqp091
+from amqp_protocol.amqp10.amqp091 import split_once
 from amqp_protocol.stream.values import PublishedMessage
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER
 
@@ -135,8 +136,6 @@ def _stored_ids_apart(rows: Iterable[Publish]) -> Iterator[bytes]:
 def _cut(message: bytes, message_id: bytes, body: bytes) -> tuple[bytes, bytes] | None:
     """``message`` before its id's bytes, and from after them to before the encoded
     ``body`` at its end; None if the id's bytes are not found once before it."""
-    head = message[: len(message) - len(body)]
-    if not message.endswith(body) or head.count(message_id) != 1:
+    if not message.endswith(body):
         return None
-    at = head.index(message_id)
-    return head[:at], head[at + len(message_id) :]
+    return split_once(message[: len(message) - len(body)], message_id)

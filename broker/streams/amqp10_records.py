@@ -15,10 +15,8 @@ a record marked ``x-stream-raw-record``) for ``legacy_log.migrate``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from amqp_protocol.amqp10 import from_amqp091
-from amqp_protocol.amqp10.amqp091 import AMQP10_TYPE
+from amqp_protocol.amqp10.amqp091 import AMQP10_TYPE, split_once
 
 from ..model.message import HEADER_PREFIX, Message
 from ..store.message_codec import decode_message
@@ -52,11 +50,12 @@ class Amqp10Writer:
     content header. Messages that differ only in their ``message_id`` (a producer's ids:
     every header distinct) are encoded once per *shape* (the header around the id, the
     id's length) and cut around the id: the others are the cuts with their own id between
-    (``_IdCut``), a fraction of the full conversion's cost."""
+    (``split_once``), a fraction of the full conversion's cost."""
 
     def __init__(self) -> None:
         self._prefixes: dict[tuple[bytes, bytes], bytes | None] = {}
-        self._cuts: dict[tuple[bytes, bytes, bytes, int], _IdCut | None] = {}
+        #: per shape, its first message's prefix before and after the id's bytes
+        self._cuts: dict[tuple[bytes, bytes, bytes, int], tuple[bytes, bytes] | None] = {}
 
     def encode(self, message: Message) -> bytes:
         """The AMQP 1.0 message RabbitMQ 4 stores for the 0-9-1 ``message``."""
@@ -86,34 +85,18 @@ class Amqp10Writer:
         if not isinstance(message_id, str) or message_id.startswith("urn:uuid:"):
             return None  # from_amqp091 stores a urn:uuid id as a uuid, not as its text
         raw = message_id.encode()
-        field = bytes((len(raw),)) + raw  # a shortstr in the content header
-        at = header.find(field)
-        if at < 0 or header.find(field, at + 1) >= 0:
+        around = split_once(header, bytes((len(raw),)) + raw)  # a shortstr in the header
+        if around is None:
             return None
-        shape = (message.envelope, header[:at], header[at + len(field) :], len(raw))
+        shape = (message.envelope, *around, len(raw))
         if shape in self._cuts:
             cut = self._cuts[shape]
-            return None if cut is None else b"".join((cut.before, raw, cut.after))
+            return None if cut is None else b"".join((cut[0], raw, cut[1]))
         if len(self._cuts) >= _PREFIXES_KEPT:
             self._cuts.clear()
         prefix = _prefix(message)
-        self._cuts[shape] = None if prefix is None else _IdCut.of(prefix, raw)
+        self._cuts[shape] = None if prefix is None else split_once(prefix, raw)
         return prefix
-
-
-class _IdCut(NamedTuple):
-    """An encoded prefix before and after its message id's bytes."""
-
-    before: bytes
-    after: bytes
-
-    @classmethod
-    def of(cls, prefix: bytes, message_id: bytes) -> _IdCut | None:
-        """None unless the id's bytes are in ``prefix`` once."""
-        at = prefix.find(message_id)
-        if at < 0 or prefix.find(message_id, at + 1) >= 0:
-            return None
-        return cls(prefix[:at], prefix[at + len(message_id) :])
 
 
 def legacy_chunk_records(chunk: LegacyChunk, filter_size: int) -> tuple[list[bytes], bytes]:
