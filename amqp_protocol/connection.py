@@ -59,6 +59,7 @@ class Connection(FrameReader, FrameWriter):
         self.open_channels = set()
         self._closing_channels = set()
         self._partials = {}
+        self.columnar = set()
         self._buffer = bytearray()
         self._wanted = 0
         self._awaiting_header = role == "server"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .methods import Method
 from .properties import Properties
@@ -42,6 +43,52 @@ class ContentReceived:
     method: Method
     properties: Properties
     body: bytes
+
+
+class DeliveryKind(NamedTuple):
+    """What the deliveries of one kind share: all of a basic.deliver but its delivery tag,
+    and the content's properties."""
+
+    consumer_tag: str
+    redelivered: bool
+    exchange: str
+    routing_key: str
+    properties: Properties
+
+
+@dataclass(slots=True)
+class DeliveryColumns:
+    """Deliveries of one channel as columns, in the order they arrived: per delivery its
+    tag, its kind (an index into ``distinct``) and its body.
+
+    ``keys`` holds each distinct kind's encoded form (its method frame without the delivery
+    tag, and its content header's properties): equal keys are equal kinds, so that the kinds
+    of several runs can be merged; None for a kind read frame by frame, a kind of its own.
+    """
+
+    tags: list[int]
+    kinds: list[int]
+    bodies: list[bytes]
+    distinct: list[DeliveryKind]
+    keys: list[bytes | None]
+
+    def __len__(self) -> int:
+        return len(self.tags)
+
+    def __getitem__(self, rows: slice) -> DeliveryColumns:
+        """The deliveries ``rows`` (a slice), sharing the kinds."""
+        return DeliveryColumns(
+            self.tags[rows], self.kinds[rows], self.bodies[rows], self.distinct, self.keys
+        )
+
+
+@dataclass(slots=True)
+class DeliveriesReceived:
+    """A run of basic.deliver contents on a channel that takes them as columns
+    (``Connection.deliver_as_columns``)."""
+
+    channel: int
+    columns: DeliveryColumns
 
 
 @dataclass(slots=True)
@@ -100,6 +147,7 @@ Event = (
     | UnsupportedProtocol
     | MethodReceived
     | ContentReceived
+    | DeliveriesReceived
     | ContentTooLarge
     | HeartbeatReceived
     | OtherFrameReceived

@@ -10,9 +10,11 @@ ride along on the exception's ``events`` attribute so that nothing already recei
 from __future__ import annotations
 
 from . import frames
-from .content_assembly import ContentAssembly, PartialContent, Wrap
+from .content_assembly import PartialContent, Wrap
+from .delivery_runs import DeliveryRuns
 from .errors import AMQPError, protocol_error
 from .events import (
+    ContentReceived,
     Event,
     HeartbeatReceived,
     MethodReceived,
@@ -34,7 +36,7 @@ _REQUEST_IDS = frames.REQUEST_IDS
 _NO_FRAME_LIMIT = frames.NO_FRAME_LIMIT
 
 
-class FrameReader(ContentAssembly):
+class FrameReader(DeliveryRuns):
     """What the peer sent, as events."""
 
     #: 0: no limit, as in connection.tune.
@@ -120,6 +122,7 @@ class FrameReader(ContentAssembly):
         incomplete one starts."""
         size_limit = (self.frame_max or _NO_FRAME_LIMIT) - frames.FRAME_OVERHEAD
         unpack = _FRAME_HEAD.unpack_from
+        columnar = self.columnar
         n = len(data)
         while n - pos >= 8:
             frame_type, channel, size = unpack(data, pos)
@@ -127,6 +130,16 @@ class FrameReader(ContentAssembly):
                 raise protocol_error(
                     501, f"frame of {size} bytes exceeds frame-max {self.frame_max}"
                 )
+            if columnar and frame_type == 1 and channel in columnar:
+                run, pos, wanted = self._delivery_run(data, pos, channel, size_limit)
+                if run is not None:
+                    self._may_get_header = False
+                    events.append(run)
+                if wanted:
+                    self._wanted = wanted
+                    return pos
+                if run is not None:
+                    continue
             end = pos + 7 + size
             if end >= n:
                 self._wanted = end + 1 - pos
@@ -151,6 +164,8 @@ class FrameReader(ContentAssembly):
             else:
                 event = self._other_frame(frame_type, channel, payload)
             if event is not None:
+                if columnar and event.__class__ is ContentReceived and channel in columnar:
+                    event = self._as_run(event)
                 events.append(event)
                 if self.closed:
                     break

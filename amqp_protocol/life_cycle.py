@@ -48,6 +48,8 @@ class ChannelLifeCycle:
     _closing_channels: set[int]
     #: The content still arriving per channel (``content_assembly``), void once it closes.
     _partials: dict[int, PartialContent]
+    #: The channels that take their deliveries as columns (``delivery_runs``), until closed.
+    columnar: set[int]
     closing: bool  #: we sent connection.close
     closed: bool  #: close-ok sent or received, or negotiation failed
 
@@ -116,6 +118,7 @@ class ChannelLifeCycle:
             self.open_channels.discard(channel)
             self._closing_channels.discard(channel)
             self._partials.pop(channel, None)
+            self.columnar.discard(channel)
         elif name == "connection.close" and sent:
             self.closing = True
         elif name == "connection.close-ok":

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from amqp_protocol import Method, Spec
-from amqp_protocol.events import ContentReceived, MethodReceived
+from amqp_protocol.events import ContentReceived, DeliveriesReceived, MethodReceived
 
 from .exceptions import ClientError
 
@@ -59,6 +59,10 @@ class ChannelHost(Protocol):
         """The channel ``number`` is closed: its number is free again."""
         ...
 
+    def deliver_as_columns(self, number: int) -> None:
+        """Hand the deliveries on channel ``number`` to it as ``DeliveriesReceived`` runs."""
+        ...
+
 
 class ChannelPeer(Protocol):
     """What a channel offers its connection."""
@@ -69,7 +73,9 @@ class ChannelPeer(Protocol):
         """channel.open and wait for open-ok."""
         ...
 
-    def handle_events(self, events: list[MethodReceived | ContentReceived]) -> None:
+    def handle_events(
+        self, events: list[MethodReceived | ContentReceived | DeliveriesReceived]
+    ) -> None:
         """A run of methods (with their contents) the I/O thread received for this channel."""
         ...
 

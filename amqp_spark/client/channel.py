@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from amqp_protocol import Method, Properties
-from amqp_protocol.events import ContentReceived, MethodReceived
+from amqp_protocol.events import (
+    ContentReceived,
+    DeliveriesReceived,
+    DeliveryColumns,
+    MethodReceived,
+)
 
 from .abc import ChannelHost
 from .confirms import ConfirmTracker
@@ -100,6 +105,8 @@ class Channel(Publishing):
         self._settled = threading.Condition(self._lock)
         self._requests: deque[Request] = deque()
         self._deliveries: deque[Delivery] = deque()
+        #: Deliveries as columns, once ``deliver_as_columns`` was called.
+        self._runs: deque[DeliveryColumns] = deque()
         self._server_cancelled: list[str] = []
         self._consumers: set[str] = set()
         self._error: ClientError | None = None
@@ -318,6 +325,47 @@ class Channel(Publishing):
                 return list(deliveries)
             return [deliveries.popleft() for _ in range(max_count)]
 
+    def deliver_as_columns(self) -> None:
+        """From now on, hand this channel's deliveries over as columns (``drain_columns``,
+        ``next_columns``), without a ``Delivery`` per message. Call before consuming."""
+        self.connection.deliver_as_columns(self.number)
+
+    def next_columns(self, timeout: float, max_count: int) -> list[DeliveryColumns]:
+        """``drain_columns`` once a delivery is there, waiting up to ``timeout`` seconds for
+        one (``[]`` on timeout); raises as ``next_delivery`` does."""
+        with self._lock:
+            if not self._runs:
+                self._arrived.wait_for(
+                    lambda: self._runs or self._server_cancelled or self._error is not None,
+                    timeout,
+                )
+            return self._take_columns(max_count)
+
+    def drain_columns(self, max_count: int) -> list[DeliveryColumns]:
+        """The deliveries that have already arrived, at most ``max_count`` (the last run
+        cut), as the runs they arrived in; never blocks. Raises as ``next_delivery`` does
+        when none has arrived."""
+        with self._lock:
+            return self._take_columns(max_count)
+
+    def _take_columns(self, max_count: int) -> list[DeliveryColumns]:
+        runs = self._runs
+        if not runs:
+            self._take_delivery()  # raises a cancel or the channel's error, if any
+            return []
+        taken: list[DeliveryColumns] = []
+        count = 0
+        while runs and count < max_count:
+            run = runs[0]
+            if count + len(run) > max_count:
+                cut = max_count - count
+                taken.append(run[:cut])
+                runs[0] = run[cut:]
+                break
+            taken.append(runs.popleft())
+            count += len(run)
+        return taken
+
     def _take_delivery(self) -> Delivery | None:
         if self._deliveries:
             return self._deliveries.popleft()
@@ -378,7 +426,9 @@ class Channel(Publishing):
 
     # -- what the I/O thread delivers ---------------------------------------------------------
 
-    def handle_events(self, events: list[MethodReceived | ContentReceived]) -> None:
+    def handle_events(
+        self, events: list[MethodReceived | ContentReceived | DeliveriesReceived]
+    ) -> None:
         """Called by the I/O thread with a run of methods (and contents) for this channel:
         one lock round for the run, one wake-up of the callers it concerns, then the answers
         the protocol demands, sent outside the lock (see the lock order in connection.py)."""
@@ -386,8 +436,12 @@ class Channel(Publishing):
         deliver = self._deliver
         with self._lock:
             deliveries = self._deliveries
-            buffered = len(deliveries)
+            buffered = len(deliveries) + len(self._runs)
             for event in events:
+                if isinstance(event, DeliveriesReceived):
+                    if self._error is None:
+                        self._runs.append(event.columns)
+                    continue
                 m = event.method
                 if isinstance(m, deliver) and self._error is None:
                     # A consumer's deliveries, the bulk of what arrives: straight to the buffer.
@@ -409,7 +463,7 @@ class Channel(Publishing):
                     handled = self._route(m, None, b"")
                 if not handled:
                     to_answer.append(m)
-            if len(self._deliveries) > buffered:
+            if len(self._deliveries) + len(self._runs) > buffered:
                 self._arrived.notify_all()
             targets, confirms = self._settle_targets, self._confirms
             if targets and confirms is not None and confirms.outstanding <= max(targets):

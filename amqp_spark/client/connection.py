@@ -32,6 +32,7 @@ from amqp_protocol import SPEC_0_9_1, Method, Spec, errors
 from amqp_protocol import Connection as ProtocolConnection
 from amqp_protocol.events import (
     ContentReceived,
+    DeliveriesReceived,
     Event,
     MethodReceived,
     UnsupportedProtocol,
@@ -342,6 +343,9 @@ class Connection:
         with self._state:
             self._channels.pop(number, None)
 
+    def deliver_as_columns(self, number: int) -> None:
+        self._proto.deliver_as_columns(number)
+
     # -- sending (any thread) -----------------------------------------------------------------
 
     def send(self, data: bytes, prepare: Callable[[], None] | None = None) -> None:
@@ -481,21 +485,25 @@ class Connection:
     def _dispatch(self, events: list[Event]) -> None:
         """Hand methods to their channels, a run of consecutive ones per channel at a time
         (a consumer's deliveries arrive in long runs: one lock round each, not one each)."""
-        run: list[MethodReceived | ContentReceived] = []
+        run: list[MethodReceived | ContentReceived | DeliveriesReceived] = []
         for event in events:
-            if event.__class__ is not ContentReceived and event.__class__ is not MethodReceived:
+            if (
+                event.__class__ is not ContentReceived
+                and event.__class__ is not MethodReceived
+                and event.__class__ is not DeliveriesReceived
+            ):
                 continue  # heartbeats: receiving them was the point
             if run and event.channel != run[0].channel:
                 self._to_channel(run)
                 run = []
-            if event.channel == 0:
+            if event.channel == 0 and not isinstance(event, DeliveriesReceived):
                 self._on_connection_method(event.method)
             else:
                 run.append(event)
         if run:
             self._to_channel(run)
 
-    def _to_channel(self, run: list[MethodReceived | ContentReceived]) -> None:
+    def _to_channel(self, run: list[MethodReceived | ContentReceived | DeliveriesReceived]) -> None:
         ch = self._channels.get(run[0].channel)
         if ch is not None:
             ch.handle_events(run)

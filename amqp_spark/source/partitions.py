@@ -6,23 +6,34 @@ reaches it, so each kind of partition carries everything its read needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from pyspark.sql.datasource import InputPartition
 
 from amqp_spark.stream_filter import StreamFilter
 
-T = TypeVar("T")
+R = TypeVar("R", bound="Rows")
 
 
-class ArrowPartition(InputPartition):
-    """Deliveries the driver already holds (classic queues), as Arrow IPC bytes."""
+class Rows(Protocol):
+    """Rows that can be counted and cut (a list, ``DeliveryColumns``)."""
 
-    def __init__(self, ipc: bytes) -> None:
-        super().__init__(ipc)
-        self.ipc = ipc
+    def __len__(self) -> int: ...
+
+    def __getitem__(self: R, rows: slice, /) -> R: ...
+
+
+@dataclass
+class HeldRowsPartition(InputPartition):
+    """Deliveries of one classic queue the driver holds, as Arrow IPC bytes: each row's own
+    columns and kind (``rows``), and the columns of the distinct kinds (``kinds``), which the
+    executor joins (``arrow.joined_record_batch``)."""
+
+    queue: str
+    rows: bytes
+    kinds: bytes
 
 
 @dataclass
@@ -76,9 +87,7 @@ class QueueDrainPartition(InputPartition):
     max_reconnect_attempts: int
 
 
-def split_rows(
-    segments: Iterable[tuple[str, Sequence[T]]], size: int
-) -> Iterator[tuple[str, Sequence[T]]]:
+def split_rows(segments: Iterable[tuple[str, R]], size: int) -> Iterator[tuple[str, R]]:
     """Each queue's rows cut into pieces of at most ``size``: one partition each."""
     for queue, rows in segments:
         for first in range(0, len(rows), size):

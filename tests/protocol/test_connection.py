@@ -45,7 +45,8 @@ def _client() -> Connection:
     return Connection("client", SPEC)
 
 
-def _feed(conn: Connection, wire: bytes, cuts: list[int]) -> list[Event]:
+def feed_in_pieces(conn: Connection, wire: bytes, cuts: list[int]) -> list[Event]:
+    """The events of ``wire`` received in pieces cut at ``cuts``."""
     events: list[Event] = []
     bounds = [0, *sorted(cuts), len(wire)]
     for start, end in zip(bounds, bounds[1:]):  # noqa: B905 - lengths differ by one
@@ -81,7 +82,7 @@ def test_content_is_assembled_whatever_the_byte_stream_split(
         wire += sender.send_content(channel, method, props, body) + sender.send_heartbeat()
         expected += [ContentReceived(channel, method, props, body), HeartbeatReceived()]
     cuts = data.draw(st.lists(st.integers(0, len(wire)), max_size=12))
-    assert _feed(_server(1, 2, 3), wire, cuts) == expected
+    assert feed_in_pieces(_server(1, 2, 3), wire, cuts) == expected
 
 
 def test_frames_of_different_channels_may_interleave() -> None:

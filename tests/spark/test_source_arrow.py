@@ -10,10 +10,15 @@ import pyarrow as pa
 
 from amqp_protocol import SPEC_0_9_1
 from amqp_protocol.amqp10 import StoredColumns, to_amqp091
+from amqp_protocol.events import DeliveryColumns, DeliveryKind
 from amqp_spark.client import Delivery
 from amqp_spark.schema import COLUMN_NAMES, arrow_schema
 from amqp_spark.source.arrow import (
+    classic_kinds,
+    classic_rows,
+    columns_to_record_batch,
     deserialize,
+    joined_record_batch,
     render_header,
     serialize,
     stored_to_record_batch,
@@ -173,3 +178,43 @@ def test_stream_protocol_rows_equal_the_rows_of_the_deliveries_a_091_consumer_ge
 def test_no_stored_records_give_an_empty_batch_of_the_schema() -> None:
     batch = stored_to_record_batch(StoredColumns("s"))
     assert (batch.num_rows, batch.schema) == (0, arrow_schema())
+
+
+def _as_columns(deliveries: list[Delivery]) -> DeliveryColumns:
+    """``deliveries`` as the client hands them to a columnar channel: each its own kind."""
+    kinds = [
+        DeliveryKind(d.consumer_tag, d.redelivered, d.exchange, d.routing_key, d.properties)
+        for d in deliveries
+    ]
+    return DeliveryColumns(
+        [d.delivery_tag for d in deliveries],
+        list(range(len(deliveries))),
+        [d.body for d in deliveries],
+        kinds,
+        [None] * len(deliveries),
+    )
+
+
+def test_held_columns_joined_on_the_executor_equal_the_rows_of_the_deliveries() -> None:
+    deliveries = [
+        delivery(1),
+        delivery(2, message_id="m", timestamp=1_700_000_000, headers={"n": 1, "s": b"x"}),
+        delivery(3, content_type="text/plain", priority=3, delivery_mode=2),
+    ]
+    columns = _as_columns(deliveries)
+    rows, kinds = deserialize(serialize(classic_rows(columns))), classic_kinds(columns.distinct)
+    joined = joined_record_batch(rows[0], kinds, "orders")
+    assert joined.schema == arrow_schema()
+    assert joined.to_pylist() == to_record_batch(deliveries, "orders", False).to_pylist()
+
+
+def test_rows_of_one_kind_take_its_columns_by_index() -> None:
+    deliveries = [delivery(1, app_id="a"), delivery(2, app_id="b")]
+    columns = _as_columns(deliveries)
+    columns.kinds = [0, 1, 1, 0]
+    columns.tags, columns.bodies = [1, 2, 3, 4], [b"1", b"2", b"3", b"4"]
+    batch = columns_to_record_batch(columns, "q")
+    assert batch.column("app_id").to_pylist() == ["a", "b", "b", "a"]
+    assert batch.column("routing_key").to_pylist() == ["rk1", "rk2", "rk2", "rk1"]
+    assert batch.column("delivery_tag").to_pylist() == [1, 2, 3, 4]
+    assert batch.column("content_type").null_count == 4

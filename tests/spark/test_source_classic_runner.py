@@ -154,7 +154,7 @@ def test_sigterm_closes_the_connection_cleanly_leaving_an_uncommitted_batch_to_t
 class SigtermInside:
     """Sends SIGTERM to this process the first time a function named ``caller`` calls
     another Python function, so that the handler runs while ``caller`` is still running
-    (Python runs it at the callee's start): ``Channel.drain_deliveries`` holds its channel's
+    (Python runs it at the callee's start): ``Channel.drain_columns`` holds its channel's
     lock then; ``enqueue`` (a request's bookkeeping, run inside ``Connection.send``) holds
     the send lock and its channel's lock."""
 
@@ -192,7 +192,7 @@ def idle_poll(reader: MicroBatchReader, end: dict[str, Any], trap: SigtermInside
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("caller", ["drain_deliveries", "enqueue"])
+@pytest.mark.parametrize("caller", ["drain_columns", "enqueue"])
 def test_a_sigterm_landing_while_a_call_holds_a_lock_closes_the_connection_after_the_call(
     broker: Broker, runner_reader_of: ReaderFactory, caller: str
 ) -> None:

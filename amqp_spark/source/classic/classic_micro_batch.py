@@ -3,7 +3,8 @@ commit.
 
 The runner holds :class:`~amqp_spark.source.classic.driver_consumers.ClassicConsumers`: the
 deliveries of each queue, unacked, until Spark has committed the batch they are in. A batch's
-partitions carry its deliveries to the executors as Arrow IPC bytes.
+partitions carry its deliveries to the executors as Arrow IPC bytes: each row's own
+columns and the distinct kinds of delivery, joined on the executor (``arrow``).
 
 Acks and Spark's deferred commit: Spark calls ``commit(end of batch N)`` only when it plans
 batch N+1, so with an idle stream, or at the end of an AvailableNow or once run, a committed
@@ -41,14 +42,20 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from amqp_spark.source.arrow import deserialize, serialize, to_record_batch
+from amqp_spark.source.arrow import (
+    classic_kinds,
+    classic_rows,
+    deserialize,
+    joined_record_batch,
+    serialize,
+)
 from amqp_spark.source.classic.checkpoint import latest_batch_committed_at
 from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.limits import NO_ROW_LIMIT
 from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import SourceOptions
-from amqp_spark.source.partitions import ArrowPartition, split_rows
+from amqp_spark.source.partitions import HeldRowsPartition, split_rows
 from amqp_spark.source.run_end import runner_call
 from amqp_spark.spark_api import PYSPARK_VERSION, ReadAllAvailable, ReadLimit
 
@@ -159,15 +166,17 @@ class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
         partitions: list[InputPartition] = []
         for queue, deliveries in split_rows(segments, self.options.rows_per_partition):
             counts[queue] = counts.get(queue, 0) + len(deliveries)
-            batch = to_record_batch(deliveries, queue, with_offsets=False)
-            partitions.append(ArrowPartition(serialize(batch)))
+            kinds = serialize(classic_kinds(deliveries.distinct))
+            partitions.append(HeldRowsPartition(queue, serialize(classic_rows(deliveries)), kinds))
         log.info("amqp source: batch of %d message(s) per queue %s", sum(counts.values()), counts)
         return partitions
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        if not isinstance(partition, ArrowPartition):
+        if not isinstance(partition, HeldRowsPartition):
             raise TypeError(f"amqp source: not a batch of classic-queue deliveries: {partition!r}")
-        yield from deserialize(partition.ipc)
+        (kinds,) = deserialize(partition.kinds)
+        for rows in deserialize(partition.rows):
+            yield joined_record_batch(rows, kinds, partition.queue)
 
     @runner_call
     def commit(self, end: dict[str, Any]) -> None:

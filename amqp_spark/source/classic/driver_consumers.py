@@ -18,17 +18,16 @@ Unacked messages never exceed ``prefetch`` per queue (rounded up to a multiple o
 consumers when it takes several), which bounds the driver's memory. Without ``prefetch``, the
 window of each queue is chosen from the body sizes seen, in count and bytes (see ``window``).
 
-This runs in the same process as the client's I/O thread, which decodes the deliveries and
-needs the GIL to do so: nothing here costs per message more than a slice or a length does
-(buffers are per queue and in tag order, so ranges are found by bisection), and waiting for
-deliveries sleeps in slices rather than waking up for each one.
+This runs in the same process as the client's I/O thread, which reads the deliveries and
+needs the GIL to do so. The channels hand them over as columns (``deliver_as_columns``: tags,
+bodies and kinds, no object per delivery; see ``held``), so nothing here costs a Python step
+per message (buffers are per queue and in tag order, so ranges are found by bisection), and
+waiting for deliveries sleeps in slices rather than waking up for each one.
 """
 
 from __future__ import annotations
 
-import bisect
 import gc
-import operator
 import threading
 import time
 import uuid
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from amqp_spark.source.classic.delivery_limit import warn_about_delivery_limit
+from amqp_spark.source.classic.held import HeldDeliveries
 from amqp_spark.source.classic.window import DefaultWindow, window_messages_for
 from amqp_spark.source.connecting import open_with_retry, using_queue
 from amqp_spark.source.limits import Limits
@@ -43,7 +43,8 @@ from amqp_spark.source.offsets import ClassicOffset
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX, SourceOptions
 
 if TYPE_CHECKING:
-    from amqp_spark.client import Channel, Connection, Delivery
+    from amqp_protocol.events import DeliveryColumns
+    from amqp_spark.client import Channel, Connection
     from amqp_spark.client.channel import PendingReply
 
 #: How often ``waiting()`` may ask the broker for queue depths.
@@ -57,15 +58,6 @@ _WAIT_SLICE = 0.05
 _WAIT_BOUND = 600.0
 #: Deliveries taken from the client in one lock round.
 _DRAIN_MAX = 65535
-
-_tag_of = operator.attrgetter("delivery_tag")
-_redelivered_of = operator.attrgetter("redelivered")
-_body_of = operator.attrgetter("body")
-
-
-def _body_bytes(deliveries: list[Delivery]) -> int:
-    """The body bytes of ``deliveries``, in one C-level pass (no generator per delivery)."""
-    return sum(map(len, map(_body_of, deliveries)))
 
 
 def _spare_full_collections() -> None:
@@ -90,7 +82,7 @@ class _Consumer:
     budget: int | None = None
     admitted: int = 0
     acked: int = 0  #: the last tag acked
-    arrived: list[Delivery] = field(default_factory=list)
+    arrived: HeldDeliveries = field(default_factory=HeldDeliveries)
     redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
     #: The AMQP consumers on the channel as (consumer tag, prefetch), oldest first; their
     #: prefetches sum to how many deliveries may be unacked.
@@ -101,16 +93,22 @@ class _Consumer:
     #: Replies to a growth step (basic.qos, basic.consume) still on their way.
     growing: list[PendingReply] = field(default_factory=list)
 
-    def take(self, deliveries: list[Delivery]) -> None:
-        self.arrived += deliveries
-        self.admitted += len(deliveries)
-        self.redelivered += sum(map(_redelivered_of, deliveries))
-        size = _body_bytes(deliveries)
-        self.seen_bytes += size
-        self.held_bytes += size
+    def take(self, runs: list[DeliveryColumns]) -> int:
+        """Hold the deliveries of ``runs``; returns how many."""
+        count = 0
+        for run in runs:
+            redelivered, size = self.arrived.add(run)
+            count += len(run)
+            self.redelivered += redelivered
+            self.seen_bytes += size
+            self.held_bytes += size
+        self.admitted += count
+        return count
 
     def consume(self, queue: str, prefetch: int) -> None:
         """Add an AMQP consumer of ``prefetch`` on the channel, waiting for the broker."""
+        if not self.tags_and_prefetches:
+            self.channel.deliver_as_columns()
         self.channel.basic_qos(prefetch_count=prefetch)
         self.tags_and_prefetches.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
         self.window += prefetch
@@ -150,7 +148,7 @@ class _Consumer:
 
     def after(self, tag: int) -> int:
         """The index of the first buffered delivery with a tag above ``tag``."""
-        return bisect.bisect_right(self.arrived, tag, key=_tag_of)
+        return self.arrived.after(tag)
 
 
 class ClassicConsumers:
@@ -283,9 +281,7 @@ class ClassicConsumers:
             for queue, consumer in self._consumers.items():
                 room = consumer.room()
                 if room > 0:
-                    got = consumer.channel.drain_deliveries(max_count=room)
-                    consumer.take(got)
-                    count += len(got)
+                    count += consumer.take(consumer.channel.drain_columns(room))
                 if self._fixed is None:
                     self._adapt_window(queue, consumer)
         except ClientError:
@@ -351,12 +347,11 @@ class ClassicConsumers:
                 continue
             consumer = self._consumers[waiting_on[0]]
             try:
-                d = consumer.channel.next_delivery(timeout=_WAIT_SLICE)
+                runs = consumer.channel.next_columns(_WAIT_SLICE, consumer.room())
             except ClientError:
                 self._drop_connection()  # replaced at the top of the loop
                 continue
-            if d is not None:
-                consumer.take([d])
+            if consumer.take(runs):
                 idle_since = time.monotonic()
 
     def _broker_still_has(self, queues: list[str]) -> bool:
@@ -425,7 +420,7 @@ class ClassicConsumers:
             if limits.max_bytes is not None:
                 counts = self._within_bytes(firsts, counts, limits.max_bytes)
             tags = {
-                q: c.arrived[firsts[q] + counts[q] - 1].delivery_tag
+                q: c.arrived.tag_at(firsts[q] + counts[q] - 1)
                 if counts[q]
                 else start.tag(q, self.connection_id)
                 for q, c in self._consumers.items()
@@ -443,14 +438,14 @@ class ClassicConsumers:
             for q, count in counts.items():
                 if i >= count:
                     continue
-                size += len(self._consumers[q].arrived[firsts[q] + i].body)
+                size += self._consumers[q].arrived.body_size(firsts[q] + i)
                 if taken and size > max_bytes:
                     return kept
                 kept[q] += 1
                 taken += 1
         return kept
 
-    def batch(self, start: ClassicOffset, end: ClassicOffset) -> list[tuple[str, list[Delivery]]]:
+    def batch(self, start: ClassicOffset, end: ClassicOffset) -> list[tuple[str, DeliveryColumns]]:
         """Per queue, the buffered deliveries in (start, end], in tag order. Empty when
         ``end`` belongs to an earlier connection: the broker redelivers those messages."""
         with self._lock:
@@ -463,7 +458,7 @@ class ClassicConsumers:
                     c.after(end.tag(q, end.connection)),
                 )
                 if last > first:
-                    segments.append((q, c.arrived[first:last]))
+                    segments.append((q, c.arrived.rows(first, last)))
             return segments
 
     def ack_through(self, end: ClassicOffset) -> None:
@@ -480,9 +475,7 @@ class ClassicConsumers:
                     if tag > c.acked:
                         c.channel.basic_ack(tag, multiple=True)
                         c.acked = tag
-                        acked = c.after(tag)
-                        c.held_bytes -= _body_bytes(c.arrived[:acked])
-                        del c.arrived[:acked]
+                        c.held_bytes -= c.arrived.drop(c.after(tag))
             except ClientError:
                 self._drop_connection()  # unacked: the broker requeues them
 
