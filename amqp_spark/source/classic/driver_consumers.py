@@ -352,7 +352,11 @@ class ClassicConsumers:
                 self._drop_connection()  # replaced at the top of the loop
                 continue
             if consumer.take(runs):
+                # Deliveries flow again: gather them for a slice rather than waking up for
+                # each read of the I/O thread (a broker that sends each delivery on its own,
+                # as RabbitMQ does at its pace, made this loop turn per delivery or two).
                 idle_since = time.monotonic()
+                time.sleep(_DRAIN_SLICE)
 
     def _broker_still_has(self, queues: list[str]) -> bool:
         """AvailableNow: whether one of ``queues`` still has ready messages for us, so that
