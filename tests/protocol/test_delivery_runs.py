@@ -60,13 +60,19 @@ def _rows(events: list[Event]) -> list[tuple[int, Row | Any]]:
     return out
 
 
-def _deliveries(server: Connection, specs: list[tuple[int, int, bytes, str, bool]]) -> bytes:
-    """basic.deliver contents: (channel, tag, body, routing key, with properties) each."""
+def _deliveries(
+    server: Connection, specs: list[tuple[int, int, bytes, str, bool]], consumers: int = 1
+) -> bytes:
+    """basic.deliver contents: (channel, tag, body, routing key, with properties) each, for
+    ``consumers`` consumers taking turns."""
     wire = b""
     for channel, tag, body, key, with_props in specs:
         props = Props(message_id=f"m{tag % 3}", headers={"n": tag % 2}) if with_props else Props()
         deliver = Deliver(
-            consumer_tag="ctag", delivery_tag=tag, redelivered=tag % 5 == 0, routing_key=key
+            consumer_tag=f"ctag-{tag % consumers}",
+            delivery_tag=tag,
+            redelivered=tag % 5 == 0,
+            routing_key=key,
         )
         wire += server.send_content(channel, deliver, props, body)
     return wire
@@ -85,16 +91,17 @@ deliveries = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(specs=deliveries, data=st.data())
+@given(specs=deliveries, consumers=st.integers(1, 7), data=st.data())
 def test_columns_hold_the_deliveries_the_frame_by_frame_path_reads(
-    specs: list[tuple[int, bytes, str, bool]], data: st.DataObject
+    specs: list[tuple[int, bytes, str, bool]], consumers: int, data: st.DataObject
 ) -> None:
-    """Whatever the cuts (one byte at a time included), a columnar channel gets the same
-    deliveries, in the same order relative to the other channel's, as a plain one; bodies
-    over frame-max (several body frames) come as runs of one."""
+    """Whatever the cuts (one byte at a time included) and however many consumers take turns,
+    a columnar channel gets the same deliveries, in the same order relative to the other
+    channel's, as a plain one; bodies over frame-max (several body frames) come as runs of
+    one."""
     server = _server(frame_max=200)
     numbered = [(ch, tag, body, key, p) for tag, (ch, body, key, p) in enumerate(specs, start=1)]
-    wire = _deliveries(server, numbered)
+    wire = _deliveries(server, numbered, consumers)
     cuts = data.draw(st.lists(st.integers(0, len(wire)), max_size=20))
     plain = _rows(feed_in_pieces(_client(frame_max=200), wire, cuts))
     columnar = _rows(feed_in_pieces(_client(1, frame_max=200), wire, cuts))
@@ -111,6 +118,15 @@ def test_deliveries_that_share_all_but_tag_and_body_share_one_kind() -> None:
     assert run.columns.bodies == [b"x" * tag for tag in range(1, 101)]
     assert len(run.columns.distinct) == 2  # tag 5, 10, ... are marked redelivered
     assert run.columns.kinds == [1 if tag % 5 == 0 else 0 for tag in range(1, 101)]
+
+
+def test_consumers_taking_turns_keep_their_kinds() -> None:
+    server, client = _server(), _client(1)
+    specs = [(1, tag, b"x", "k", False) for tag in range(1, 61)]
+    (run,) = client.receive_data(_deliveries(server, specs, consumers=3))
+    c = run.columns  # type: ignore[union-attr]
+    assert [c.distinct[k].consumer_tag for k in c.kinds] == [f"ctag-{t % 3}" for t in range(1, 61)]
+    assert len(c.distinct) == 6  # three consumers, redelivered or not
 
 
 def test_a_run_waits_for_a_delivery_cut_in_its_middle() -> None:
