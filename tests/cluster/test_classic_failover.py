@@ -52,17 +52,21 @@ def test_a_commit_of_the_dead_connections_batch_acks_nothing_on_the_next_node(
         try:
             start = consumers.start_offset()
             read = next_batch(consumers, start, 10)
-            assert [d.body for _, ds in consumers.batch(start, read) for d in ds] == sent
+            assert [b for _, rows in consumers.batch(start, read) for b in rows.bodies] == sent
 
             first.close()  # its node dies before Spark commits the batch
             again = next_batch(consumers, read, 10)
             consumers.ack_through(read)  # Spark commits the batch read on the dead connection
-            redelivered = [d for _, ds in consumers.batch(read, again) for d in ds]
+            redelivered = [
+                (body, rows.distinct[kind].redelivered)
+                for _, rows in consumers.batch(read, again)
+                for body, kind in zip(rows.bodies, rows.kinds, strict=True)
+            ]
         finally:
             consumers.close()  # the broker requeues whatever is unacked
 
         assert again.connection != read.connection
-        assert [(d.body, d.redelivered) for d in redelivered] == [(body, True) for body in sent]
+        assert redelivered == [(body, True) for body in sent]
         assert second.methods_sent(), "the consumer did not move to the second node"
         ready = ch.queue_declare(queue, passive=True).message_count
     assert ready == 10, "the commit of the dead connection's batch acked messages on the new one"
