@@ -24,12 +24,12 @@ whose bytes have not all arrived: the reader waits for them (``_wanted``).
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from . import frames
 from .content_assembly import ContentAssembly
 from .errors import AMQPError
 from .events import ContentReceived, DeliveriesReceived, DeliveryColumns, DeliveryKind
-from .methods import Method
 from .properties import Properties
 
 #: A method frame's header, its class and method ids and its first octet (for basic.deliver,
@@ -59,18 +59,11 @@ class DeliveryRuns(ContentAssembly):
 
     def _as_run(self, event: ContentReceived) -> DeliveriesReceived | ContentReceived:
         """A delivery assembled frame by frame on a columnar channel, as a run of one."""
-        m = event.method
+        m: Any = event.method
         if m.CLASS_ID != _BASIC or m.METHOD_ID != _DELIVER:
             return event
-        kind = DeliveryKind(
-            m.consumer_tag,  # type: ignore[attr-defined]
-            m.redelivered,  # type: ignore[attr-defined]
-            m.exchange,  # type: ignore[attr-defined]
-            m.routing_key,  # type: ignore[attr-defined]
-            event.properties,
-        )
-        tag: int = m.delivery_tag  # type: ignore[attr-defined]
-        columns = DeliveryColumns([tag], [0], [event.body], [kind], [None])
+        kind = _kind_of(m, event.properties)
+        columns = DeliveryColumns([m.delivery_tag], [0], [event.body], [kind], [None])
         return DeliveriesReceived(event.channel, columns)
 
     def _delivery_run(
@@ -98,12 +91,12 @@ class DeliveryRuns(ContentAssembly):
         # The last delivery's kind: its method frame up to the tag, after the tag, and its
         # content header's properties, compared in place with the next one's.
         head = rest = props = b""
-        kind = -1
         wanted = 0
         while True:
             if n - pos < 12:
                 break  # the frame-by-frame path waits for a whole frame
-            if head and data.startswith(head, pos):
+            same_head = bool(head) and data.startswith(head, pos)
+            if same_head:
                 tag_at = pos + len(head)
                 end = tag_at + 8 + len(rest)
             else:
@@ -157,9 +150,8 @@ class DeliveryRuns(ContentAssembly):
                 ):
                     break
             same = (
-                kind >= 0
+                same_head
                 and header_end - header - _PROPERTIES_AT == len(props)
-                and data.startswith(head, pos)
                 and data.startswith(rest, tag_at + 8)
                 and data.startswith(props, header + _PROPERTIES_AT)
             )
@@ -206,11 +198,11 @@ class DeliveryRuns(ContentAssembly):
             return None
         if method_end != end - pos - 7:
             return None
-        m: Method = method
-        return DeliveryKind(
-            m.consumer_tag,  # type: ignore[attr-defined]
-            m.redelivered,  # type: ignore[attr-defined]
-            m.exchange,  # type: ignore[attr-defined]
-            m.routing_key,  # type: ignore[attr-defined]
-            properties,
-        )
+        return _kind_of(method, properties)
+
+
+def _kind_of(deliver: Any, properties: Properties) -> DeliveryKind:
+    """The kind of a delivery: its basic.deliver but the tag, and its properties."""
+    return DeliveryKind(
+        deliver.consumer_tag, deliver.redelivered, deliver.exchange, deliver.routing_key, properties
+    )

@@ -351,7 +351,7 @@ class Channel(Publishing):
     def _take_columns(self, max_count: int) -> list[DeliveryColumns]:
         runs = self._runs
         if not runs:
-            self._take_delivery()  # raises a cancel or the channel's error, if any
+            self._check_consuming()
             return []
         taken: list[DeliveryColumns] = []
         count = 0
@@ -369,11 +369,16 @@ class Channel(Publishing):
     def _take_delivery(self) -> Delivery | None:
         if self._deliveries:
             return self._deliveries.popleft()
+        self._check_consuming()
+        return None
+
+    def _check_consuming(self) -> None:
+        """Nothing is buffered: raise ``ConsumerCancelled`` once for the consumers the server
+        cancelled, and the channel's error once it is closed."""
         if self._server_cancelled:
             tags, self._server_cancelled = self._server_cancelled, []
             raise ConsumerCancelled(tags)
         self._check_open()
-        return None
 
     def basic_get(self, queue: str, no_ack: bool = False) -> Delivery | None:
         """One message from ``queue`` (``message_count``: how many remain), or None."""

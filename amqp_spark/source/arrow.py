@@ -20,22 +20,35 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from amqp_protocol.amqp10.columns import FIELDS, StoredColumns
-from amqp_protocol.events import DeliveryColumns, DeliveryKind
+from amqp_protocol.events import DeliveryColumns
 from amqp_protocol.properties import names_given
-from amqp_spark.schema import STRING_PROPERTIES, arrow_schema
+from amqp_spark.schema import arrow_schema
 
 #: The header RabbitMQ puts on every delivery from a stream queue: its offset.
 STREAM_OFFSET_HEADER = "x-stream-offset"
 
 
-class DeliveryLike(Protocol):
+class KindLike(Protocol):
+    """What the columns of a delivery's kind are read from: an ``amqp_spark.client.Delivery``
+    or an ``amqp_protocol.events.DeliveryKind`` (read-only: a named tuple's fields)."""
+
+    @property
+    def redelivered(self) -> bool: ...
+
+    @property
+    def exchange(self) -> str: ...
+
+    @property
+    def routing_key(self) -> str: ...
+
+    @property
+    def properties(self) -> Any: ...
+
+
+class DeliveryLike(KindLike, Protocol):
     """What conversion needs of an ``amqp_spark.client.Delivery``."""
 
     delivery_tag: int
-    redelivered: bool
-    exchange: str
-    routing_key: str
-    properties: Any
     body: bytes
 
 
@@ -93,46 +106,26 @@ def stream_offset_of(delivery: DeliveryLike) -> int | None:
 def to_record_batch(
     deliveries: Sequence[DeliveryLike], queue: str, with_offsets: bool
 ) -> pa.RecordBatch:
-    """One record batch of ``deliveries``, all from ``queue``.
+    """One record batch of ``deliveries``, all from ``queue``: each delivery its own kind
+    (``kind_columns``), with its body and delivery tag.
 
     ``with_offsets`` fills the ``offset`` column from the ``x-stream-offset`` header (stream
     queues); classic-queue rows have a null offset.
-
-    Each column is one pass of C-level ``map(attrgetter)`` over the deliveries, handed to
-    pyarrow at once; a property no delivery has is a column of nulls, read from none of them;
-    timestamps are scaled by pyarrow, and the headers column is rendered in Python only for
-    deliveries that have headers.
     """
     n = len(deliveries)
-    props = list(map(operator.attrgetter("properties"), deliveries))
-    given = names_given(props)
-    schema = source_arrow_schema()
-    columns: dict[str, pa.Array | list[Any]] = {
-        name: list(map(operator.attrgetter(name), deliveries)) for name in _DELIVERY_FIELDS
+    own = {
+        "body": pa.array(list(map(_body_of, deliveries)), pa.binary()),
+        "delivery_tag": pa.array(list(map(_tag_of, deliveries)), pa.int64()),
+        "queue": pa.repeat(pa.scalar(queue, pa.string()), n),  # fill_null: 200x slower
+        "offset": pa.array(list(map(stream_offset_of, deliveries)), pa.int64())
+        if with_offsets
+        else pa.nulls(n, pa.int64()),
     }
-    columns.update(
-        {
-            name: list(map(operator.attrgetter(name), props))
-            if name in given
-            else pa.nulls(n, schema.field(name).type)
-            for name in _PROPERTY_FIELDS
-        }
-    )
-    columns["queue"] = pa.repeat(pa.scalar(queue, pa.string()), n)  # fill_null: 200x slower
-    columns["offset"] = (
-        list(map(stream_offset_of, deliveries)) if with_offsets else pa.nulls(n, pa.int64())
-    )
-    if "timestamp" in given:
-        columns["timestamp"] = _timestamps(columns["timestamp"], schema.field("timestamp").type)
-    if "headers" in given:
-        columns["headers"] = _headers(columns["headers"], schema.field("headers").type)
-    arrays = [_array(columns[field.name], field.type) for field in schema]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return _in_schema(own, kind_columns(deliveries))
 
 
-#: Columns taken as they are from the delivery and from its properties.
-_DELIVERY_FIELDS = ("body", "routing_key", "exchange", "delivery_tag", "redelivered")
-_PROPERTY_FIELDS = ("timestamp", "headers", "delivery_mode", "priority", *STRING_PROPERTIES)
+_body_of = operator.attrgetter("body")
+_tag_of = operator.attrgetter("delivery_tag")
 
 
 def _array(column: pa.Array | list[Any], arrow_type: pa.DataType) -> pa.Array:
@@ -153,14 +146,14 @@ def _headers(tables: list[dict[str, Any] | None], arrow_type: pa.DataType) -> pa
     ]
 
 
-#: The columns of a classic-queue row that are its own, not its kind's.
+#: The columns of a row that are its own, not its kind's.
 _ROW_COLUMNS = ("body", "delivery_tag", "queue", "offset")
 _KIND_INDEX = "kind"
 
 
 def classic_rows(columns: DeliveryColumns) -> pa.RecordBatch:
     """The columns of classic-queue deliveries that are each row's own (body, delivery tag)
-    and each row's kind: an index into ``classic_kinds`` of the same deliveries."""
+    and each row's kind: an index into ``kind_columns`` of the same deliveries' kinds."""
     return pa.RecordBatch.from_arrays(
         [
             pa.array(columns.bodies, pa.binary()),
@@ -171,19 +164,24 @@ def classic_rows(columns: DeliveryColumns) -> pa.RecordBatch:
     )
 
 
-def classic_kinds(distinct: Sequence[DeliveryKind]) -> pa.RecordBatch:
-    """One row per distinct kind of delivery: every column of the source's schema that a
-    kind determines (exchange, routing key, redelivered, the properties), rendered as
-    ``to_record_batch`` renders a delivery's."""
-    n = len(distinct)
-    props = [kind.properties for kind in distinct]
+def kind_columns(kinds: Sequence[KindLike]) -> pa.RecordBatch:
+    """One row per kind: every column of the source's schema that a delivery's kind
+    determines (exchange, routing key, redelivered, the properties).
+
+    Each column is one pass of C-level ``map(attrgetter)`` over the kinds, handed to pyarrow
+    at once; a property no kind has is a column of nulls, read from none of them; timestamps
+    are scaled by pyarrow, and the headers column is rendered in Python only for kinds that
+    have headers.
+    """
+    n = len(kinds)
+    props = list(map(operator.attrgetter("properties"), kinds))
     given = names_given(props)
     fields = [field for field in source_arrow_schema() if field.name not in _ROW_COLUMNS]
     arrays = []
     for field in fields:
         name, arrow_type = field.name, field.type
         if name in ("exchange", "routing_key", "redelivered"):
-            values = list(map(operator.attrgetter(name), distinct))
+            values = list(map(operator.attrgetter(name), kinds))
         elif name in given:
             values = list(map(operator.attrgetter(name), props))
         else:
@@ -200,26 +198,26 @@ def classic_kinds(distinct: Sequence[DeliveryKind]) -> pa.RecordBatch:
 
 def joined_record_batch(rows: pa.RecordBatch, kinds: pa.RecordBatch, queue: str) -> pa.RecordBatch:
     """The record batch in the source's schema of ``classic_rows`` and their
-    ``classic_kinds``, all from ``queue``: each row's kind columns taken by index, in C. An
+    ``kind_columns``, all from ``queue``: each row's kind columns taken by index, in C. An
     executor does this, so that a partition carries each row's own columns only (a null
     property column costs 4 to 8 bytes a row in Arrow IPC, and the driver's JVM ships every
     byte of a partition)."""
     n = rows.num_rows
-    taken = kinds.take(rows.column(_KIND_INDEX))
     own = {
         "body": rows.column("body"),
         "delivery_tag": rows.column("delivery_tag"),
         "queue": pa.repeat(pa.scalar(queue, pa.string()), n),
         "offset": pa.nulls(n, pa.int64()),
     }
+    return _in_schema(own, kinds.take(rows.column(_KIND_INDEX)))
+
+
+def _in_schema(own: dict[str, pa.Array], kinds: pa.RecordBatch) -> pa.RecordBatch:
+    """The record batch in the source's schema of rows' ``own`` columns (``_ROW_COLUMNS``)
+    and the columns of their kinds, one row of ``kinds`` each."""
     schema = source_arrow_schema()
-    arrays = [own[f.name] if f.name in own else taken.column(f.name) for f in schema]
+    arrays = [own[f.name] if f.name in own else kinds.column(f.name) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def columns_to_record_batch(columns: DeliveryColumns, queue: str) -> pa.RecordBatch:
-    """One record batch of classic-queue deliveries held as columns, all from ``queue``."""
-    return joined_record_batch(classic_rows(columns), classic_kinds(columns.distinct), queue)
 
 
 def _by_kind(name: str, values: list[Any], kinds: pa.Array) -> pa.Array:

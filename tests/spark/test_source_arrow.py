@@ -14,11 +14,10 @@ from amqp_protocol.events import DeliveryColumns, DeliveryKind
 from amqp_spark.client import Delivery
 from amqp_spark.schema import COLUMN_NAMES, arrow_schema
 from amqp_spark.source.arrow import (
-    classic_kinds,
     classic_rows,
-    columns_to_record_batch,
     deserialize,
     joined_record_batch,
+    kind_columns,
     render_header,
     serialize,
     stored_to_record_batch,
@@ -202,7 +201,7 @@ def test_held_columns_joined_on_the_executor_equal_the_rows_of_the_deliveries() 
         delivery(3, content_type="text/plain", priority=3, delivery_mode=2),
     ]
     columns = _as_columns(deliveries)
-    rows, kinds = deserialize(serialize(classic_rows(columns))), classic_kinds(columns.distinct)
+    rows, kinds = deserialize(serialize(classic_rows(columns))), kind_columns(columns.distinct)
     joined = joined_record_batch(rows[0], kinds, "orders")
     assert joined.schema == arrow_schema()
     assert joined.to_pylist() == to_record_batch(deliveries, "orders", False).to_pylist()
@@ -213,7 +212,7 @@ def test_rows_of_one_kind_take_its_columns_by_index() -> None:
     columns = _as_columns(deliveries)
     columns.kinds = [0, 1, 1, 0]
     columns.tags, columns.bodies = [1, 2, 3, 4], [b"1", b"2", b"3", b"4"]
-    batch = columns_to_record_batch(columns, "q")
+    batch = joined_record_batch(classic_rows(columns), kind_columns(columns.distinct), "q")
     assert batch.column("app_id").to_pylist() == ["a", "b", "b", "a"]
     assert batch.column("routing_key").to_pylist() == ["rk1", "rk2", "rk2", "rk1"]
     assert batch.column("delivery_tag").to_pylist() == [1, 2, 3, 4]

@@ -43,10 +43,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from amqp_spark.source.arrow import (
-    classic_kinds,
     classic_rows,
     deserialize,
     joined_record_batch,
+    kind_columns,
     serialize,
 )
 from amqp_spark.source.classic.checkpoint import latest_batch_committed_at
@@ -166,7 +166,7 @@ class ClassicMicroBatchReader(MicroBatchReader[ClassicConsumers]):
         partitions: list[InputPartition] = []
         for queue, deliveries in split_rows(segments, self.options.rows_per_partition):
             counts[queue] = counts.get(queue, 0) + len(deliveries)
-            kinds = serialize(classic_kinds(deliveries.distinct))
+            kinds = serialize(kind_columns(deliveries.distinct))
             partitions.append(HeldRowsPartition(queue, serialize(classic_rows(deliveries)), kinds))
         log.info("amqp source: batch of %d message(s) per queue %s", sum(counts.values()), counts)
         return partitions
