@@ -89,7 +89,12 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
+            # Shut down before closing: closing alone leaves a socket open (no FIN sent)
+            # while the other direction's thread is still blocked reading it, and the
+            # broker would keep the connection, and its unacked messages, for ever.
             for sock in (src, dst):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
                 sock.close()
 
     def cut(self) -> None:
