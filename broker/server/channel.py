@@ -363,7 +363,7 @@ class ServerChannel:
             tags = (
                 list(unacked)
                 if tag == 0
-                else list(itertools.takewhile(lambda t: t <= tag, unacked))
+                else list(itertools.takewhile(tag.__ge__, unacked))  # t <= tag, in C
             )
             if not tags and tag != 0:
                 raise errors.PreconditionFailed(f"PRECONDITION_FAILED - unknown delivery tag {tag}")
