@@ -112,16 +112,13 @@ def to_record_batch(
     ``with_offsets`` fills the ``offset`` column from the ``x-stream-offset`` header (stream
     queues); classic-queue rows have a null offset.
     """
-    n = len(deliveries)
-    own = {
-        "body": pa.array(list(map(_body_of, deliveries)), pa.binary()),
-        "delivery_tag": pa.array(list(map(_tag_of, deliveries)), pa.int64()),
-        "queue": pa.repeat(pa.scalar(queue, pa.string()), n),  # fill_null: 200x slower
-        "offset": pa.array(list(map(stream_offset_of, deliveries)), pa.int64())
-        if with_offsets
-        else pa.nulls(n, pa.int64()),
-    }
-    return _in_schema(own, kind_columns(deliveries))
+    return _in_schema(
+        pa.array(list(map(_body_of, deliveries)), pa.binary()),
+        pa.array(list(map(_tag_of, deliveries)), pa.int64()),
+        queue,
+        pa.array(list(map(stream_offset_of, deliveries)), pa.int64()) if with_offsets else None,
+        kind_columns(deliveries),
+    )
 
 
 _body_of = operator.attrgetter("body")
@@ -202,19 +199,28 @@ def joined_record_batch(rows: pa.RecordBatch, kinds: pa.RecordBatch, queue: str)
     executor does this, so that a partition carries each row's own columns only (a null
     property column costs 4 to 8 bytes a row in Arrow IPC, and the driver's JVM ships every
     byte of a partition)."""
-    n = rows.num_rows
+    return _in_schema(
+        rows.column("body"),
+        rows.column("delivery_tag"),
+        queue,
+        None,
+        kinds.take(rows.column(_KIND_INDEX)),
+    )
+
+
+def _in_schema(
+    bodies: pa.Array, tags: pa.Array, queue: str, offsets: pa.Array | None, kinds: pa.RecordBatch
+) -> pa.RecordBatch:
+    """The record batch in the source's schema of rows' own columns (``_ROW_COLUMNS``: all
+    from ``queue``; ``offsets`` None for a null offset) and the columns of their kinds, one
+    row of ``kinds`` each."""
+    n = len(bodies)
     own = {
-        "body": rows.column("body"),
-        "delivery_tag": rows.column("delivery_tag"),
-        "queue": pa.repeat(pa.scalar(queue, pa.string()), n),
-        "offset": pa.nulls(n, pa.int64()),
+        "body": bodies,
+        "delivery_tag": tags,
+        "queue": pa.repeat(pa.scalar(queue, pa.string()), n),  # fill_null: 200x slower
+        "offset": pa.nulls(n, pa.int64()) if offsets is None else offsets,
     }
-    return _in_schema(own, kinds.take(rows.column(_KIND_INDEX)))
-
-
-def _in_schema(own: dict[str, pa.Array], kinds: pa.RecordBatch) -> pa.RecordBatch:
-    """The record batch in the source's schema of rows' ``own`` columns (``_ROW_COLUMNS``)
-    and the columns of their kinds, one row of ``kinds`` each."""
     schema = source_arrow_schema()
     arrays = [own[f.name] if f.name in own else kinds.column(f.name) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

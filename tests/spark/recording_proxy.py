@@ -89,13 +89,8 @@ class RecordingProxy:
         except OSError:
             pass
         finally:
-            # Shut down before closing: closing alone leaves a socket open (no FIN sent)
-            # while the other direction's thread is still blocked reading it, and the
-            # broker would keep the connection, and its unacked messages, for ever.
             for sock in (src, dst):
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
-                sock.close()
+                _end(sock)
 
     def cut(self) -> None:
         """Drop every connection made so far, as a network failure or a broker that dies
@@ -103,9 +98,7 @@ class RecordingProxy:
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for sock in sockets:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
+            _end(sock)
 
     def close(self) -> None:
         self._listener.close()
@@ -118,6 +111,15 @@ class RecordingProxy:
         self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _end(sock: socket.socket) -> None:
+    """Shut ``sock`` down, then close it. Closing alone leaves the socket open (no FIN sent)
+    while another thread is still blocked reading it: the broker would keep the connection,
+    and its unacked messages, for ever."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
 
 
 def _methods(data: bytes) -> list[SentMethod]:
