@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 
 #: Seconds a broker may take to listen under callgrind (on a loaded machine: minutes).
 START_TIMEOUT = 600.0

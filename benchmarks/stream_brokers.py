@@ -20,7 +20,8 @@ from amqp_spark.datasource import AMQPDataSource
 from benchmarks.bench_source import _load
 from benchmarks.process_cpu import ProcessCPU, rabbitmq_node_pid
 from testbed.broker_process import BrokerProcess
-from testbed.rabbitmq import free_port, rabbitmq, stream_uri_of
+from testbed.ports import free_port
+from testbed.rabbitmq import rabbitmq, stream_uri_of
 from testbed.spark import local_session
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 
 START_TIMEOUT = 60.0
 # setrlimit, then exec the program: what runs between fork and exec in a child of a process

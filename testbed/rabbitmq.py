@@ -30,6 +30,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from testbed.ports import free_port
+
 #: The URL of an existing RabbitMQ 4 to use instead of a private node.
 URL_ENV = "AMQP_SPARK_RABBITMQ_URL"
 #: The same for RabbitMQ 3 (the connector's tests also run against 3.10).
@@ -105,13 +107,6 @@ def stream_uri_of(url: str) -> str:
     credentials = parts.netloc.rpartition("@")[0]
     at = f"{credentials}@" if credentials else ""
     return f"rabbitmq-stream://{at}{parts.hostname}:{STREAM_DEFAULT_PORT}{parts.path or '/%2F'}"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def amqp_handshake(host: str, port: int, timeout: float = 2.0) -> bool:

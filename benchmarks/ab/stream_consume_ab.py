@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from benchmarks.bench_broker import Client, M
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 
 AFTER = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from amqp_protocol.amqp10 import from_amqp091
 from benchmarks.ab.stream_consume_ab import _connect, _cpu_seconds
 from benchmarks.bench_broker import M
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 from testbed.raw_stream_client import RawClient
 
 TREE = Path(__file__).resolve().parents[2]

@@ -21,6 +21,7 @@ from pika.exceptions import ProbableAuthenticationError
 from amqp_protocol import SPEC_0_9_1, Connection, events
 from amqp_protocol.generated.any_version import ConnectionClose, ConnectionTune
 from broker import Broker
+from testbed.ports import free_port
 from testbed.waiting import holds_within
 
 REPO = Path(__file__).resolve().parents[2]
@@ -279,9 +280,7 @@ def test_configured_user_and_vhost(tmp_path: Path) -> None:
 
 
 def test_cli_serves_and_exits_0_on_sigterm_closing_clients_with_320() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker", "--port", str(port), "--management-port", "0"]
         + ["--in-memory", "--stream-port", "0"],

@@ -16,7 +16,7 @@ from amqp_protocol import SPEC_0_8, SPEC_0_9, SPEC_0_9_1, Method, Spec
 from amqp_protocol import Connection as ProtocolConnection
 from amqp_protocol.events import MethodReceived, ProtocolHeaderReceived
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 
 pytestmark = pytest.mark.timeout(60)
 

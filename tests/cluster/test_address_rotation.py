@@ -25,7 +25,7 @@ from amqp_spark.source.connecting import BrokerUnavailable, open_with_retry
 from amqp_spark.source.options import SourceOptions
 from amqp_spark.source.partitions import StreamRangePartition
 from amqp_spark.source.stream_queues.ranges import ROWS_PER_RECORD_BATCH, read_range
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 from tests.cluster.conftest import addresses_of, bundled_queue, port_of
 from tests.spark.recording_proxy import RecordingProxy
 

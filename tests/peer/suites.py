@@ -44,12 +44,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testbed.ports import free_port
 from testbed.rabbitmq import (
     RabbitMQNode,
     RabbitMQUnavailable,
     amqp_handshake,
     find_rabbitmq,
-    free_port,
     missing_rabbitmq,
 )
 

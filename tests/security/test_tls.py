@@ -15,7 +15,7 @@ from pika.exceptions import AMQPConnectionError as PikaConnectionError
 from amqp_spark.client import AMQPConnectionError, ConnectionClosed, connect
 from broker import Broker
 from testbed.broker_process import BrokerProcess
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 
 from .certs import CertificateAuthority, Issued
 from .conftest import tls_settings

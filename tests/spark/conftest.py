@@ -106,7 +106,7 @@ class RestartableBroker:
     replaced at each restart)."""
 
     def __init__(self, data_dir: Path) -> None:
-        from testbed.rabbitmq import free_port
+        from testbed.ports import free_port
 
         self._port, self._data_dir = free_port(), str(data_dir)
         self._server = self._start()

@@ -305,7 +305,7 @@ def test_messages_waiting_shows_the_backlog_still_ready_on_the_broker(
 
 
 def test_unreachable_broker_fails_the_query_with_a_clear_error(queries: Queries) -> None:
-    from testbed.rabbitmq import free_port
+    from testbed.ports import free_port
 
     uri = f"amqp://guest:secret@127.0.0.1:{free_port()}/%2F"
     query = queries.start(

@@ -6,7 +6,6 @@ when nothing answers on the stream protocol's port."""
 from __future__ import annotations
 
 import logging
-import socket
 import uuid
 
 import pytest
@@ -21,6 +20,7 @@ from amqp_spark.source.stream_queues.stream_queue_micro_batch import (
     StreamQueueMicroBatchReader,
 )
 from amqp_spark.stream_filter import FILTER_VALUE_HEADER
+from testbed.ports import free_port
 from tests.spark.test_source_round_trip import HEADERS, PROPERTIES
 from tests.spark.test_source_stream_columns import read_by_a_streaming_query
 from tests.stream_source.streams import stream_of
@@ -151,9 +151,7 @@ def test_auto_falls_back_to_amqp_0_9_1_when_no_stream_port_answers(
     stream_urls: tuple[str, str], caplog: pytest.LogCaptureFixture
 ) -> None:
     url, _ = stream_urls
-    with socket.socket() as unused:  # a port nothing listens on
-        unused.bind(("127.0.0.1", 0))
-        port = unused.getsockname()[1]
+    port = free_port()  # nothing listens on it
     nowhere = f"rabbitmq-stream://guest:guest@127.0.0.1:{port}/%2F"
     given = {"uri": url, "queue": "q", "queueType": "stream", "streamUri": nowhere}
     with caplog.at_level(logging.INFO, logger="amqp_spark.source"):

@@ -28,7 +28,7 @@ from amqp_spark.client.stream.publisher import StreamPublisher
 from amqp_spark.options import OptionError
 from amqp_spark.sink.settings import SinkSettings
 from amqp_spark.sink.stream_ids import PublishingIds, producer_name
-from testbed.rabbitmq import free_port
+from testbed.ports import free_port
 from tests.protocol.amqp10.stream_client import delete
 from tests.spark.recording_proxy import RecordingProxy
 from tests.spark.stream_dedup_client import stored_messages

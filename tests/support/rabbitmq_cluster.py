@@ -47,11 +47,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from testbed.ports import free_port
 from testbed.rabbitmq import (
     RabbitMQInstall,
     RabbitMQNode,
     RabbitMQUnavailable,
-    free_port,
 )
 
 #: Where the root's (and Debian's) epmd is.
