@@ -163,7 +163,7 @@ class ClosingNode:
 
     def __init__(self) -> None:
         self.accepted = 0
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", free_port()))
         self.port = self._listener.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
 

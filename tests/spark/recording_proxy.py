@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
 
+from testbed.ports import free_port
+
 #: The protocol header a client opens with, before any frame.
 _HEADER_SIZE = 8
 #: Frame type of method frames; a frame is type, channel, size, payload, frame-end.
@@ -40,7 +42,7 @@ class RecordingProxy:
     def __init__(self, target: str) -> None:
         parts = urlsplit(target)
         self._target = (parts.hostname or "127.0.0.1", parts.port or 5672)
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", free_port()))
         port = self._listener.getsockname()[1]
         netloc = parts.netloc.rsplit("@", 1)[0] + f"@127.0.0.1:{port}"
         self.url = urlunsplit(parts._replace(netloc=netloc))
