@@ -12,7 +12,7 @@ consumer priority.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -422,6 +422,40 @@ class Queue:
         self._rr = best_i + 1
         return best
 
+    def _consumers_in_turn(self) -> Iterator[Consumer]:
+        """The consumers to deliver to, one per ready message, in ``_next_consumer``'s
+        order. Within one delivery loop a consumer that cannot take a message (at its
+        prefetch, its channel's, or its connection's output full) stays so: deliveries only
+        add to what it holds, and acks come in later events. So with one priority and no
+        single active consumer it is asked once per loop and then passed over, instead of
+        once per message: the source's growing window holds several consumers, most of them
+        at their prefetch, and asking each one per message cost the broker ~10% per message
+        (``benchmarks/consume_pattern.py``, shape 9)."""
+        consumers = self.consumers
+        n = len(consumers)
+        if not n:
+            return
+        if self.settings.single_active_consumer or not self._uniform_priority:
+            while (consumer := self._next_consumer()) is not None:
+                yield consumer
+            return
+        live = list(range(n))  #: indices of the consumers not yet found full, in order
+        j = self._rr % n
+        while live and len(consumers) == n:
+            i = live[j]
+            consumer = consumers[i]
+            if consumer.sink.can_deliver(consumer):
+                self._rr = i + 1
+                yield consumer
+                j += 1
+            else:
+                del live[j]
+            if j >= len(live):
+                j = 0
+        if len(consumers) != n:  # a consumer came or went during the loop
+            while (consumer := self._next_consumer()) is not None:
+                yield consumer
+
     def dispatch(self) -> None:
         """Deliver what consumers can take now (not re-entered from a delivery)."""
         if self._dispatching or self.deleted:
@@ -439,8 +473,9 @@ class Queue:
         ready = self.ready
         now = self.context.clock.time()
         journaled: list[int] | None = [] if self.queue_id else None
+        turns = self._consumers_in_turn()
         while ready:
-            consumer = self._next_consumer()
+            consumer = next(turns, None)
             if consumer is None:
                 break
             entry = ready.popleft()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from amqp_protocol import errors
+from broker.model.queues import Consumer
 
 from .fakes import Host, RecordingSink, consume, message
 
@@ -19,6 +20,49 @@ def test_consumers_of_one_priority_take_turns() -> None:
     for i in range(6):
         queue.publish(message(b"%d" % i))
     assert [tag for tag, _ in sink.deliveries] == ["a", "b", "c", "a", "b", "c"]
+
+
+class AskCountingSink(RecordingSink):
+    """Counts how often the queue asks whether a consumer can take a message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: dict[str, int] = {}
+
+    def can_deliver(self, consumer: Consumer) -> bool:
+        self.asked[consumer.tag] = self.asked.get(consumer.tag, 0) + 1
+        return super().can_deliver(consumer)
+
+
+def test_a_backlog_goes_round_robin_past_full_consumers_and_the_turn_carries_on() -> None:
+    queue = Host().queue()
+    sink = RecordingSink()
+    sink.blocked = True
+    consume(queue, sink, "a", prefetch=1)
+    consume(queue, sink, "b")
+    consume(queue, sink, "c", prefetch=2)
+    for i in range(6):
+        queue.publish(message(b"%d" % i))
+    sink.blocked = False
+    queue.dispatch()  # six ready messages in one delivery loop
+    assert [tag for tag, _ in sink.deliveries] == ["a", "b", "c", "b", "c", "b"]
+    queue.publish(message(b"6"))  # the next turn is c's, full, then a's, full: b
+    assert sink.deliveries[-1][0] == "b"
+
+
+def test_a_full_consumer_is_asked_once_per_delivery_loop_not_once_per_message() -> None:
+    queue = Host().queue()
+    sink = AskCountingSink()
+    sink.blocked = True
+    for tag in ("full-1", "full-2", "open"):
+        consume(queue, sink, tag, prefetch=0 if tag == "open" else 1)
+    for i in range(1000):
+        queue.publish(message(b"%d" % i))
+    sink.blocked = False
+    sink.asked.clear()
+    queue.dispatch()
+    assert len(sink.deliveries) == 1000
+    assert (sink.asked["full-1"], sink.asked["full-2"]) == (2, 2)  # once to fill, once to skip
 
 
 def test_the_highest_priority_consumers_are_served_first_the_others_when_they_are_full() -> None:
