@@ -16,6 +16,11 @@ Beside it, on the same broker in the same run, each reading the same backlog ref
   the source consumes through this client;
 * the trivial Python source (``benchmarks.python_source_floor``, no broker): Spark's own cost
   of a Python streaming source, which no design of the source can pass;
+* the trivial Python source consuming the queue (``benchmarks.consuming_floor``): the same,
+  while its reader consumes the backlog as the source does (our client's columns, the
+  source's default window, batches of half of it, acks at commit) and throws it away: the
+  ceiling of any design of the source that reads through our client, so that the gap to the
+  trivial source splits in two, the broker's and the wire's, and the source's own;
 * the hand-written alternative: a pika consumer (prefetch 65535) collecting 10 000
   deliveries at a time as tuples (body, routing_key, exchange, delivery_tag, redelivered),
   ``createDataFrame`` on them, a ``noop`` write, then an ack of the 10 000.
@@ -49,6 +54,7 @@ from amqp_spark.client import connect
 from amqp_spark.datasource import AMQPDataSource
 from benchmarks.bench_broker import bundled_broker
 from benchmarks.common import Row, row
+from benchmarks.consuming_floor import ConsumingFloor
 from benchmarks.process_cpu import KINDS, ProcessCPU, rabbitmq_node_pid
 from benchmarks.python_source_floor import PythonSourceFloor
 from testbed.rabbitmq import rabbitmq
@@ -70,6 +76,7 @@ SOURCE, TUNED = "amqp source, defaults", f"amqp source, prefetch {SOURCE_PREFETC
 WINDOW_40000 = "amqp source, prefetch 40000"
 RAW, HAND_WRITTEN = "raw client consume", "pika + createDataFrame loop"
 FLOOR = "trivial Python source (no broker)"
+CONSUMING_FLOOR = "trivial Python source consuming the queue"
 
 
 def _fill(url: str, count: int, queue: str = QUEUE, stream: bool = False) -> None:
@@ -145,6 +152,17 @@ def _floor_rate(spark: Any, count: int, scratch: Path) -> float:
     return available_now_rate(df, count, scratch)
 
 
+def _consuming_floor_rate(spark: Any, url: str, count: int, scratch: Path) -> float:
+    """The trivial source consuming the queue as the source does (``consuming_floor``): the
+    ceiling of any design of the source that reads through our client."""
+    df = (
+        spark.readStream.format(ConsumingFloor.name())
+        .options(rows=str(count), uri=url, queue=QUEUE)
+        .load()
+    )
+    return available_now_rate(df, count, scratch)
+
+
 def _raw_rate(url: str, count: int) -> float:
     with connect(url) as conn, conn.channel() as ch:
         ch.basic_qos(prefetch_count=PREFETCH)
@@ -214,6 +232,7 @@ def _best_rates(
         (HAND_WRITTEN, lambda: _hand_written_rate(spark, url, count)),
         (TUNED, lambda: _source_rate(spark, url, count, scratch, prefetch=str(SOURCE_PREFETCH))),
         (FLOOR, lambda: _floor_rate(spark, count, scratch)),
+        (CONSUMING_FLOOR, lambda: _consuming_floor_rate(spark, url, count, scratch)),
         (WINDOW_40000, lambda: _source_rate(spark, url, count, scratch, prefetch="40000")),
     ]
     port = urlsplit(url).port
@@ -250,13 +269,15 @@ def _bundled() -> Iterator[str]:
 
 def _rows(broker: str, count: int, best: dict[str, Best]) -> list[Row]:
     what = f"source, {broker}: AvailableNow over {count:,} x 100 B into noop"
-    default, tuned = best[SOURCE], best[TUNED]
+    default, tuned, consuming = best[SOURCE], best[TUNED], best[CONSUMING_FLOOR]
     rows = [
         row(f"{what}, defaults", "rows/s", default.rate, best[RAW].rate, RAW),
         row(f"{what}, defaults", "rows/s", default.rate, best[HAND_WRITTEN].rate, HAND_WRITTEN),
         row(f"{what}, {TUNED}", "rows/s", tuned.rate, best[RAW].rate, RAW),
         row(f"{what}, {WINDOW_40000}", "rows/s", best[WINDOW_40000].rate, best[RAW].rate, RAW),
         row(f"{what}, defaults", "rows/s", default.rate, best[FLOOR].rate, FLOOR),
+        row(f"{what}, defaults", "rows/s", default.rate, consuming.rate, CONSUMING_FLOOR),
+        row(f"{what}, {CONSUMING_FLOOR}", "rows/s", consuming.rate, best[FLOOR].rate, FLOOR),
     ]
     # Where the defaults' time goes; the broker's beside what it spent on the raw client.
     for kind in KINDS:
@@ -292,6 +313,7 @@ def measure(
         spark = local_session(Path(scratch))
         spark.dataSource.register(AMQPDataSource)
         spark.dataSource.register(PythonSourceFloor)
+        spark.dataSource.register(ConsumingFloor)
         try:
             for broker, start_broker in brokers:
                 with start_broker() as url:

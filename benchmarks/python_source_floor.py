@@ -32,7 +32,7 @@ class _Rows(InputPartition):
         self.count = count
 
 
-class _FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, rows: int, rows_per_batch: int) -> None:
         self.rows, self.rows_per_batch = rows, rows_per_batch
         self._last = 0  #: where the next batch starts when Spark passes no start (4.0, 4.1)
@@ -76,6 +76,4 @@ class PythonSourceFloor(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         options: dict[str, Any] = dict(self.options)
-        return _FloorReader(
-            int(options["rows"]), int(options.get("rows_per_batch", ROWS_PER_BATCH))
-        )
+        return FloorReader(int(options["rows"]), int(options.get("rows_per_batch", ROWS_PER_BATCH)))
