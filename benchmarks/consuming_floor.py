@@ -24,6 +24,7 @@ from pyspark.sql.datasource import DataSourceStreamReader
 from pyspark.sql.types import StructType
 
 from amqp_spark.client import Channel, Connection, connect
+from amqp_spark.source.classic.driver_consumers import DRAIN_SLICE
 from amqp_spark.source.classic.window import window_messages_for
 from amqp_spark.spark_api import ReadLimit
 from benchmarks.python_source_floor import FloorReader, PythonSourceFloor
@@ -68,8 +69,14 @@ class _ConsumingReader(FloorReader):
         while self._received < end["n"]:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"stalled after {self._received} of {end['n']} deliveries")
-            runs = self._ch.next_columns(timeout=1.0, max_count=end["n"] - self._received)
-            self._received += sum(len(run) for run in runs)
+            wanted = end["n"] - self._received
+            runs = self._ch.drain_columns(wanted)
+            if runs:  # streaming in: let the I/O thread decode undisturbed, as the source does
+                self._received += sum(len(run) for run in runs)
+                time.sleep(DRAIN_SLICE)
+            else:
+                runs = self._ch.next_columns(timeout=1.0, max_count=wanted)
+                self._received += sum(len(run) for run in runs)
         return end
 
     def commit(self, end: dict[str, int]) -> None:

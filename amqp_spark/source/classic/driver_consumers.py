@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 DEPTH_REFRESH_SECONDS = 1.0
 #: How long the drain loop sleeps while deliveries are streaming in: long enough that the
 #: I/O thread decodes hundreds of them undisturbed, short next to a batch's duration.
-_DRAIN_SLICE = 0.01
+DRAIN_SLICE = 0.01
 #: Longest single block on one channel while waiting for the first delivery after a silence.
 _WAIT_SLICE = 0.05
 #: A hard bound of one wait for deliveries, in seconds and in drain rounds.
@@ -322,7 +322,7 @@ class ClassicConsumers:
 
         idle_since = time.monotonic()
         deadline = idle_since + _WAIT_BOUND
-        for _ in range(int(_WAIT_BOUND / _DRAIN_SLICE)):  # the idle timeout ends it first
+        for _ in range(int(_WAIT_BOUND / DRAIN_SLICE)):  # the idle timeout ends it first
             if self._conn is None:
                 self.ensure_open()
                 idle_since = time.monotonic()
@@ -343,7 +343,7 @@ class ClassicConsumers:
                     return
                 idle_since = time.monotonic()  # a slow broker, not an empty queue
             if streaming:
-                time.sleep(_DRAIN_SLICE)
+                time.sleep(DRAIN_SLICE)
                 continue
             consumer = self._consumers[waiting_on[0]]
             try:
@@ -356,7 +356,7 @@ class ClassicConsumers:
                 # each read of the I/O thread (a broker that sends each delivery on its own,
                 # as RabbitMQ does at its pace, made this loop turn per delivery or two).
                 idle_since = time.monotonic()
-                time.sleep(_DRAIN_SLICE)
+                time.sleep(DRAIN_SLICE)
 
     def _broker_still_has(self, queues: list[str]) -> bool:
         """AvailableNow: whether one of ``queues`` still has ready messages for us, so that
