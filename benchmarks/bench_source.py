@@ -18,9 +18,9 @@ Beside it, on the same broker in the same run, each reading the same backlog ref
   of a Python streaming source, which no design of the source can pass;
 * the trivial Python source consuming the queue (``benchmarks.consuming_floor``): the same,
   while its reader consumes the backlog as the source does (our client's columns, the
-  source's default window, batches of half of it, acks at commit) and throws it away: the
-  ceiling of any design of the source that reads through our client, so that the gap to the
-  trivial source splits in two, the broker's and the wire's, and the source's own;
+  source's default window, batches of half of it, acks at commit) and throws it away: about
+  what the source would read if all it does beyond consuming cost nothing, so that the gap to
+  the trivial source splits in two, the broker's and the wire's, and the source's own;
 * the hand-written alternative: a pika consumer (prefetch 65535) collecting 10 000
   deliveries at a time as tuples (body, routing_key, exchange, delivery_tag, redelivered),
   ``createDataFrame`` on them, a ``noop`` write, then an ack of the 10 000.
@@ -153,8 +153,8 @@ def _floor_rate(spark: Any, count: int, scratch: Path) -> float:
 
 
 def _consuming_floor_rate(spark: Any, url: str, count: int, scratch: Path) -> float:
-    """The trivial source consuming the queue as the source does (``consuming_floor``): the
-    ceiling of any design of the source that reads through our client."""
+    """The trivial source consuming the queue as the source does (``consuming_floor``):
+    about what the source would read if all it does beyond consuming cost nothing."""
     df = (
         spark.readStream.format(ConsumingFloor.name())
         .options(rows=str(count), uri=url, queue=QUEUE)

@@ -1,5 +1,5 @@
-"""The ceiling of any design of the ``amqp`` source: Spark's floor for a Python source plus
-the consumption itself, nothing else.
+"""Spark's floor for a Python source plus the consumption itself, nothing else: about what
+the ``amqp`` source would read if all it does beyond consuming cost nothing.
 
 ``format("python-source-consuming-floor")`` is ``python-source-floor`` (same rows made from
 nothing on the executors, none shipped through the driver's JVM, no Arrow built from
@@ -12,7 +12,9 @@ which Spark commits only when a next run plans its first, is requeued when the r
 ends). So the broker sends, and the runner receives and decodes, one message per row, paced
 by Spark as the source is paced. What the ``amqp`` source reads below this is its own cost
 (columns to Arrow, rows in the partitions, bookkeeping); what this reads below the trivial
-source is the broker's and the wire's.
+source is the broker's and the wire's. It is a bound to compare with, not a proven ceiling:
+its executors make their rows, and its wait is the source's only in outline, so the source
+can read above it (on RabbitMQ 4 with ``prefetch`` 40000, docs/measurements/classic-source.md).
 """
 
 from __future__ import annotations

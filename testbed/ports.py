@@ -4,10 +4,10 @@ to refuse), chosen so that no other program can take them in the meantime.
 A port from ``bind(("127.0.0.1", 0))`` is an ephemeral one: once that socket closes, the
 kernel hands the same range to every program's next ``bind(0)`` and outgoing ``connect``.
 While a RabbitMQ boots on such a port (seconds) or while a test's dead address should refuse,
-another program may take it, and the test's probes then talk to that program instead. One
-CI run did this to Spark: the JVM listens on an ephemeral port for each Python worker it
-starts, a probe's AMQP header reached it where Spark reads the length of the worker's
-secret, and the driver ran out of heap allocating 1.1 GB (``b"AMQP"`` read as an int).
+another program may take it, and the test's probes then talk to that program instead. Spark
+is such a program: its JVM listens on an ephemeral port for each Python worker it starts and
+reads there first the length of the worker's secret. A probe's AMQP header read as that
+length asks for 1.1 GB (``b"AMQP"`` as an int); one CI run's driver ran out of heap there.
 
 So these ports come from below the kernel's ephemeral range, which only an explicit
 ``bind`` uses, and a process never hands out the same one twice.
