@@ -16,6 +16,8 @@ from benchmarks.consuming_floor import ConsumingFloor
 from tests.spark.conftest import Broker
 from tests.support import fixtures
 
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
 ROWS = 70_000
 
 
