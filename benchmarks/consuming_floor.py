@@ -28,11 +28,10 @@ from pyspark.sql.types import StructType
 from amqp_spark.client import Channel, Connection, connect
 from amqp_spark.source.classic.driver_consumers import DRAIN_SLICE
 from amqp_spark.source.classic.window import window_messages_for
+from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 from amqp_spark.spark_api import ReadLimit
 from benchmarks.python_source_floor import FloorReader, PythonSourceFloor
 
-#: The most one consumer may hold (basic.qos takes a 16-bit count).
-CONSUMER_MOST = 65535
 #: How long a batch's deliveries may take before the run is called stalled.
 STALL_SECONDS = 30.0
 
@@ -56,9 +55,9 @@ class _ConsumingReader(FloorReader):
         ch.deliver_as_columns()
         left = window
         while left > 0:
-            ch.basic_qos(prefetch_count=min(left, CONSUMER_MOST))
+            ch.basic_qos(prefetch_count=min(left, CONSUMER_PREFETCH_MAX))
             ch.basic_consume(self._queue)
-            left -= CONSUMER_MOST
+            left -= CONSUMER_PREFETCH_MAX
         return ch
 
     def latestOffset(
@@ -72,13 +71,11 @@ class _ConsumingReader(FloorReader):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"stalled after {self._received} of {end['n']} deliveries")
             wanted = end["n"] - self._received
-            runs = self._ch.drain_columns(wanted)
-            if runs:  # streaming in: let the I/O thread decode undisturbed, as the source does
-                self._received += sum(len(run) for run in runs)
+            drained = self._ch.drain_columns(wanted)
+            runs = drained or self._ch.next_columns(timeout=1.0, max_count=wanted)
+            self._received += sum(len(run) for run in runs)
+            if drained:  # streaming in: let the I/O thread decode undisturbed, as the source does
                 time.sleep(DRAIN_SLICE)
-            else:
-                runs = self._ch.next_columns(timeout=1.0, max_count=wanted)
-                self._received += sum(len(run) for run in runs)
         return end
 
     def commit(self, end: dict[str, int]) -> None:

@@ -433,28 +433,25 @@ class Queue:
         (``benchmarks/consume_pattern.py``, shape 9)."""
         consumers = self.consumers
         n = len(consumers)
-        if not n:
-            return
-        if self.settings.single_active_consumer or not self._uniform_priority:
-            while (consumer := self._next_consumer()) is not None:
-                yield consumer
-            return
-        live = list(range(n))  #: indices of the consumers not yet found full, in order
-        j = self._rr % n
-        while live and len(consumers) == n:
-            i = live[j]
-            consumer = consumers[i]
-            if consumer.sink.can_deliver(consumer):
-                self._rr = i + 1
-                yield consumer
-                j += 1
-            else:
-                del live[j]
-            if j >= len(live):
-                j = 0
-        if len(consumers) != n:  # a consumer came or went during the loop
-            while (consumer := self._next_consumer()) is not None:
-                yield consumer
+        if n and self._uniform_priority and not self.settings.single_active_consumer:
+            live = list(range(n))  #: indices of the consumers not yet found full, in order
+            j = self._rr % n
+            while live and len(consumers) == n:
+                i = live[j]
+                candidate = consumers[i]
+                if candidate.sink.can_deliver(candidate):
+                    self._rr = i + 1
+                    yield candidate
+                    j += 1
+                else:
+                    del live[j]
+                if j >= len(live):
+                    j = 0
+            if len(consumers) == n:
+                return  # every consumer is full
+        # A single active consumer, several priorities, or a consumer came or went meanwhile.
+        while (consumer := self._next_consumer()) is not None:
+            yield consumer
 
     def dispatch(self) -> None:
         """Deliver what consumers can take now (not re-entered from a delivery)."""
