@@ -71,14 +71,14 @@ SHAPES = [
     Shape("raw client: prefetch 65535, ack every 10000", (65535,), ack_every=10_000),
     Shape("20000, 1 consumer", (20_000,)),
     Shape("40000, 1 consumer", (40_000,)),
-    Shape("40000 as the default grows it: 1+15+240+3840+35904", (1, 15, 240, 3840, 35904)),
+    Shape("40000 as five consumers: 1+15+240+3840+35904", (1, 15, 240, 3840, 35904)),
     Shape("40000, 2 consumers of 20000", (20_000, 20_000)),
     Shape("40000, global qos, 1 consumer", (40_000,), global_qos=True),
     Shape("40000, global qos, 2 consumers", (20_000, 20_000), global_qos=True),
     Shape("40000, 2 channels of 20000", (20_000,), channels=2),
     Shape("131070, 2 consumers of 65535", (65535, 65535)),
     Shape(
-        "131070 as the bundled default grows it: 1+15+240+3840+61440+65534",
+        "131070 as six consumers: 1+15+240+3840+61440+65534",
         (1, 15, 240, 3840, 61440, 65534),
     ),
 ]

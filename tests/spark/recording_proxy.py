@@ -22,6 +22,7 @@ _HEADER_SIZE = 8
 _METHOD_FRAME = 1
 #: (class id, method id) of the methods tests look for.
 BASIC_ACK = (60, 80)
+BASIC_CANCEL = (60, 30)
 CONNECTION_CLOSE = (10, 50)
 QUEUE_DECLARE = (50, 10)
 

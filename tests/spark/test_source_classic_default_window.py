@@ -1,6 +1,7 @@
 """The default window of classic queues (no ``prefetch`` option): derived from the body sizes
-seen, bounded in messages and in driver memory, grown by adding consumers, and never acking
-anything before Spark commits. The policy is checked in-process; the growth on every broker
+seen, bounded in messages and in driver memory, grown by replacing consumers (or adding one
+where the budget cannot hold the replaced ones' deliveries too), and never acking anything
+before Spark commits. The policy is checked in-process; the growth on every broker
 through the runner-side reader, with what it sends read off the wire."""
 
 from __future__ import annotations
@@ -8,9 +9,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
 
 from amqp_spark.server_product import product_and_version
+from amqp_spark.source.classic import driver_consumers
+from amqp_spark.source.classic import window as window_module
 from amqp_spark.source.classic.driver_consumers import ClassicConsumers
 from amqp_spark.source.classic.window import (
     BUNDLED_BROKER_WINDOW_MESSAGES,
@@ -25,7 +29,7 @@ from amqp_spark.source.micro_batch import MicroBatchReader
 from amqp_spark.source.options import CONSUMER_PREFETCH_MAX
 from tests.spark.broker_state import ready_once_unconsumed
 from tests.spark.conftest import Broker, ReaderFactory
-from tests.spark.recording_proxy import BASIC_ACK
+from tests.spark.recording_proxy import BASIC_ACK, BASIC_CANCEL, RecordingProxy
 from tests.spark.test_source_classic_runner import acks, method_ids, only_connection
 
 MiB = 2**20
@@ -76,21 +80,42 @@ def test_the_queues_of_a_query_share_the_memory_budget() -> None:
 
 def test_the_window_grows_only_after_seeing_as_many_deliveries_as_it_holds() -> None:
     policy = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES)
-    assert policy.next_share(window=16, seen=15, average_body=100) == 0
-    assert policy.next_share(window=16, seen=16, average_body=100) == 16 * GROWTH - 16
+    assert policy.next_window(window=16, seen=15, average_body=100) == 16
+    assert policy.next_window(window=16, seen=16, average_body=100) == 16 * GROWTH
 
 
-def test_one_consumer_takes_at_most_what_basic_qos_can_say() -> None:
+def test_the_window_stops_at_one_consumers_largest_before_passing_it() -> None:
     policy = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=200_000)
-    assert policy.next_share(window=150_000, seen=150_000, average_body=100) == 50_000
-    assert policy.next_share(window=8192, seen=8192, average_body=100) == CONSUMER_PREFETCH_MAX
+    assert policy.next_window(window=8192, seen=8192, average_body=100) == CONSUMER_PREFETCH_MAX
+    window = CONSUMER_PREFETCH_MAX
+    assert policy.next_window(window=window, seen=window, average_body=100) == 200_000
 
 
 def test_the_window_stops_growing_at_its_target() -> None:
     policy = DefaultWindow(budget_bytes=10 * MiB)
     target = policy.target(10_000)
-    assert policy.next_share(window=target, seen=10 * target, average_body=10_000) == 0
-    assert policy.next_share(window=target - 5, seen=target, average_body=10_000) == 5
+    assert policy.next_window(window=target, seen=10 * target, average_body=10_000) == target
+    assert policy.next_window(window=target - 5, seen=target, average_body=10_000) == target
+
+
+def test_deliveries_of_replaced_consumers_take_their_share_of_the_budget() -> None:
+    policy = DefaultWindow(budget_bytes=10 * MiB)
+    target = policy.target(10_000)
+    assert policy.target(10_000, retired=5) == target - 5
+    grown = policy.next_window(window=16, seen=16, average_body=10_000, retired=target - 20)
+    assert grown == 20  # not 16 * GROWTH: the replaced consumers' deliveries are held too
+
+
+def test_consumers_are_replaced_only_where_the_budget_holds_theirs_beside_the_new_window() -> None:
+    policy = DefaultWindow(budget_bytes=10 * MiB)
+    target = policy.target(10_000)
+    assert policy.may_replace(
+        retired=0, replaced=target // 4, window=target // 2, average_body=10_000
+    )
+    assert not policy.may_replace(retired=0, replaced=16, window=target, average_body=10_000)
+    assert not policy.may_replace(
+        retired=target // 2, replaced=1, window=target // 2 + 1, average_body=10_000
+    )
 
 
 def test_held_bytes_beyond_the_budget_are_over_it() -> None:
@@ -105,20 +130,24 @@ def _consumers(reader: MicroBatchReader) -> ClassicConsumers:
     return state
 
 
-def _poll_until_window(
-    reader: MicroBatchReader, start: dict[str, Any], queue: str, window: int
+def _poll_until_held(
+    reader: MicroBatchReader, start: dict[str, Any], queue: str, held: int
 ) -> dict[str, Any]:
     """``latestOffset`` (a processing-time trigger's, never waiting) until the queue's
-    consumers have grown to ``window`` and filled it."""
+    consumers hold ``held`` deliveries and their last step was answered."""
     consumers = _consumers(reader)
     end = start
     for _ in range(400):
         end = reader.latestOffset(start, ReadMaxRows(10**9))
         c = consumers._consumers[queue]
-        if c.window == window and len(c.arrived) == window and c.settled():
+        if len(c.arrived) == held and c.settled():
             break
         time.sleep(0.05)
     return end
+
+
+def _cancels(proxy: RecordingProxy) -> int:
+    return method_ids(only_connection(proxy)).count(BASIC_CANCEL)
 
 
 def test_the_default_window_is_chosen_from_the_broker_at_connect(
@@ -134,7 +163,7 @@ def test_the_default_window_is_chosen_from_the_broker_at_connect(
     assert policy.target(100) == expected
 
 
-def test_the_default_window_grows_from_one_message_to_its_target_acking_nothing(
+def test_the_default_window_grows_from_one_message_to_one_consumer_of_its_target_acking_nothing(
     broker: Broker, runner_reader_of: ReaderFactory
 ) -> None:
     queue = broker.new_queue()
@@ -143,18 +172,43 @@ def test_the_default_window_grows_from_one_message_to_its_target_acking_nothing(
     consumers = _consumers(reader)
     consumers._default_window = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=1000)
     start = reader.initialOffset()
-    end = _poll_until_window(reader, start, queue, 1000)
+    # One message first, then at most GROWTH times more at each step: 1, 16, 256, 1000, each
+    # step's consumer replacing the last, whose deliveries stay held until their batch is acked.
+    held = 1 + 16 + 256 + 1000
+    end = _poll_until_held(reader, start, queue, held)
 
     c = consumers._consumers[queue]
-    assert (c.window, len(c.arrived)) == (1000, 1000)
-    # One message first, then at most GROWTH times more at each step: 1, 16, 256, 1000.
-    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [1, 15, 240, 744]
-    assert end["deliveryTags"] == {queue: 1000}
+    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [1000]
+    assert (c.window, c.retired) == (1000, 1 + 16 + 256)
+    assert _cancels(proxy) == 3
+    assert end["deliveryTags"] == {queue: held}
     assert BASIC_ACK not in method_ids(only_connection(proxy))  # nothing acked before commit
     reader.commit(end)
+    assert c.retired == 0  # theirs are acked: the budget holds the window alone again
     reader.stop()  # waits for close-ok: everything sent before is recorded
-    assert [(tag, multiple) for _, tag, multiple in acks(only_connection(proxy))] == [(1000, True)]
-    assert ready_once_unconsumed(broker, queue) == 500  # the window beyond it is requeued
+    assert [(tag, multiple) for _, tag, multiple in acks(only_connection(proxy))] == [(held, True)]
+    assert ready_once_unconsumed(broker, queue) == 1500 - held  # the window beyond is requeued
+
+
+def test_a_default_window_beyond_one_consumers_largest_is_made_of_full_consumers(
+    broker: Broker, runner_reader_of: ReaderFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    largest = 100  # one consumer's largest prefetch, made small so that the test stays small
+    monkeypatch.setattr(driver_consumers, "CONSUMER_PREFETCH_MAX", largest)
+    monkeypatch.setattr(window_module, "CONSUMER_PREFETCH_MAX", largest)
+    queue = broker.new_queue()
+    broker.publish(queue, [b"x" * 100] * 400)
+    reader, proxy = runner_reader_of(queue=queue)
+    consumers = _consumers(reader)
+    consumers._default_window = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=250)
+    start = reader.initialOffset()
+    # 1 and 16 are replaced by one consumer of 100; then two full ones are kept as they are.
+    _poll_until_held(reader, start, queue, 1 + 16 + 250)
+
+    c = consumers._consumers[queue]
+    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [100, 100, 50]
+    assert c.window == 250
+    assert _cancels(proxy) == 2
 
 
 def test_the_default_window_of_large_messages_is_bounded_by_bytes(
@@ -170,16 +224,20 @@ def test_the_default_window_of_large_messages_is_bounded_by_bytes(
     target = policy.target(len(body))
     assert 16 < target < 120  # one step of growth past the first message, and not all
     start = reader.initialOffset()
-    end = _poll_until_window(reader, start, queue, target)
+    end = _poll_until_held(reader, start, queue, target)
+    for _ in range(10):  # and no more come
+        end = reader.latestOffset(start, ReadMaxRows(10**9))
+        time.sleep(0.05)
 
     c = consumers._consumers[queue]
-    assert (c.window, len(c.arrived)) == (target, target)
+    assert len(c.arrived) == target
+    assert c.window + c.retired <= target  # the replaced first consumer's message counted
     assert c.held_bytes * 1.5 + target * DELIVERY_OVERHEAD <= policy.budget_bytes
     assert end["deliveryTags"] == {queue: target}
     assert BASIC_ACK not in method_ids(only_connection(proxy))
 
 
-def test_the_default_window_cancels_consumers_while_grown_messages_exceed_the_budget(
+def test_the_default_window_falls_to_one_message_while_grown_messages_exceed_the_budget(
     broker: Broker, runner_reader_of: ReaderFactory
 ) -> None:
     queue = broker.new_queue()
@@ -202,6 +260,6 @@ def test_the_default_window_cancels_consumers_while_grown_messages_exceed_the_bu
 
     assert len(c.arrived) == 320  # nothing held is dropped: it is acked with its batch
     assert policy.over_budget(c.held_bytes, len(c.arrived))
-    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [1]  # the others cancelled
+    assert [prefetch for _, prefetch in c.tags_and_prefetches] == [1]  # replacing the window
     assert c.window == 1
     assert BASIC_ACK not in method_ids(only_connection(proxy))

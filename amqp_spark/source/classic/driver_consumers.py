@@ -85,9 +85,15 @@ class _Consumer:
     arrived: HeldDeliveries = field(default_factory=HeldDeliveries)
     redelivered: int = 0  #: deliveries marked redelivered (returns: see delivery_limit)
     #: The AMQP consumers on the channel as (consumer tag, prefetch), oldest first; their
-    #: prefetches sum to how many deliveries may be unacked.
+    #: prefetches sum to how many deliveries they may have unacked (besides, those of
+    #: consumers a step of the default window cancelled wait for their batch's ack).
     tags_and_prefetches: list[tuple[str, int]] = field(default_factory=list)
     window: int = 0
+    #: What consumers replaced by a step of the default window may still have unacked (the
+    #: sum of their prefetches), until every delivery up to ``retired_through`` is acked;
+    #: None while their cancel-oks are on the way (their deliveries come before those).
+    retired: int = 0
+    retired_through: int | None = None
     seen_bytes: int = 0  #: body bytes of every delivery admitted
     held_bytes: int = 0  #: body bytes of ``arrived``
     #: Replies to a growth step (basic.qos, basic.consume) still on their way.
@@ -113,23 +119,49 @@ class _Consumer:
         self.tags_and_prefetches.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
         self.window += prefetch
 
-    def grow(self, queue: str, prefetch: int) -> None:
-        """Add a consumer of ``prefetch`` without waiting: the replies would come behind
-        the deliveries in flight. Counted in the window at once."""
+    def step(self, queue: str, prefetch: int, replaced: list[tuple[str, int]]) -> None:
+        """One step of the default window: add a consumer of ``prefetch``, then cancel the
+        consumers ``replaced`` (their deliveries stay unacked on the channel until their
+        batch is acked, but no more come to them). Sent without waiting: the replies would
+        come behind the deliveries in flight. Counted in the window at once."""
         tag = f"amqp-spark-{uuid.uuid4().hex}"
         self.growing = [
             self.channel.request_later("basic.qos", prefetch_count=prefetch, global_=False),
             self.channel.request_later("basic.consume", queue=queue, consumer_tag=tag),
+            *(self.channel.request_later("basic.cancel", consumer_tag=t) for t, _ in replaced),
         ]
-        self.tags_and_prefetches.append((tag, prefetch))
-        self.window += prefetch
+        kept = [c for c in self.tags_and_prefetches if c not in replaced]
+        self.tags_and_prefetches = [*kept, (tag, prefetch)]
+        self.window = sum(p for _, p in self.tags_and_prefetches)
+        if replaced:
+            self.retired += sum(p for _, p in replaced)
+            self.retired_through = None
 
-    def shrink(self) -> None:
-        """Cancel the newest consumer (not the first): its deliveries stay unacked on the
-        channel until their batch is acked, but no more come to it."""
-        tag, prefetch = self.tags_and_prefetches.pop()
-        self.growing = [self.channel.request_later("basic.cancel", consumer_tag=tag)]
-        self.window -= prefetch
+    def settled(self) -> bool:
+        """Whether the last step was answered (raises if it was refused)."""
+        return all(reply.result() is not None for reply in self.growing)
+
+    def retire_through_last(self) -> None:
+        """Once the step that replaced consumers was answered and the channel drained after
+        that: their deliveries came before the answers, so none is past the last one held."""
+        if self.retired and self.retired_through is None:
+            if self.arrived:
+                self.retired_through = self.arrived.tag_at(len(self.arrived) - 1)
+            else:
+                self.retired = 0  # nothing held: theirs are acked already
+
+    def ack(self, tag: int) -> None:
+        """Ack every delivery up to ``tag`` (multiple=true) and forget them."""
+        self.channel.basic_ack(tag, multiple=True)
+        self.acked = tag
+        self.held_bytes -= self.arrived.drop(self.after(tag))
+        if self.retired_through is not None and tag >= self.retired_through:
+            self.retired = 0
+
+    def partial(self) -> list[tuple[str, int]]:
+        """The consumers smaller than one consumer's largest window, which a step of growth
+        replaces (see ``window``)."""
+        return [c for c in self.tags_and_prefetches if c[1] < CONSUMER_PREFETCH_MAX]
 
     def average_body(self) -> float:
         """The body size the window is sized for: the average of all seen, or of those held
@@ -137,10 +169,6 @@ class _Consumer:
         are large)."""
         seen = self.seen_bytes / self.admitted if self.admitted else 0.0
         return max(seen, self.held_bytes / len(self.arrived) if self.arrived else 0.0)
-
-    def settled(self) -> bool:
-        """Whether the last growth or shrink step was answered (raises if it was refused)."""
-        return all(reply.result() is not None for reply in self.growing)
 
     def room(self) -> int:
         """How many more deliveries may be admitted (the AvailableNow budget)."""
@@ -279,29 +307,38 @@ class ClassicConsumers:
         count = 0
         try:
             for queue, consumer in self._consumers.items():
+                # Asked before draining: once the step's answers are in, so is every
+                # delivery that came before them.
+                settled = self._fixed is None and consumer.settled()
                 room = consumer.room()
                 if room > 0:
                     count += consumer.take(consumer.channel.drain_columns(room))
-                if self._fixed is None:
+                if settled:
                     self._adapt_window(queue, consumer)
         except ClientError:
             self._drop_connection()  # reconnected by the caller's next ensure_open()
         return count
 
     def _adapt_window(self, queue: str, consumer: _Consumer) -> None:
-        """The default window: one step of growth or shrinking (see ``window``) once the
-        step before was answered."""
-        if not consumer.settled():
-            return
+        """The default window: one step of growth or shrinking (see ``window``), called once
+        the step before was answered and the channel drained after that."""
+        consumer.retire_through_last()
         policy = self._default_window
         assert policy is not None  # chosen when the connection opened
         if policy.over_budget(consumer.held_bytes, len(consumer.arrived)):
-            if len(consumer.tags_and_prefetches) > 1:
-                consumer.shrink()
+            if consumer.window > 1:  # down to one consumer of one message
+                consumer.step(queue, 1, consumer.tags_and_prefetches)
             return  # no growth while over: what comes would be held beyond the budget
-        share = policy.next_share(consumer.window, consumer.admitted, consumer.average_body())
-        if share:
-            consumer.grow(queue, share)
+        average, retired = consumer.average_body(), consumer.retired
+        window = policy.next_window(consumer.window, consumer.admitted, average, retired)
+        if window <= consumer.window:
+            return
+        replaced = consumer.partial()
+        replaced_window = sum(p for _, p in replaced)
+        if not policy.may_replace(retired, replaced_window, window, average):
+            replaced, replaced_window = [], 0  # add to the window instead
+        kept = consumer.window - replaced_window
+        consumer.step(queue, min(window - kept, CONSUMER_PREFETCH_MAX), replaced)
 
     def _buffered(self) -> int:
         return sum(len(c.arrived) for c in self._consumers.values())
@@ -477,9 +514,7 @@ class ClassicConsumers:
                 for queue, c in self._consumers.items():
                     tag = end.tag(queue, self.connection_id)
                     if tag > c.acked:
-                        c.channel.basic_ack(tag, multiple=True)
-                        c.acked = tag
-                        c.held_bytes -= c.arrived.drop(c.after(tag))
+                        c.ack(tag)
             except ClientError:
                 self._drop_connection()  # unacked: the broker requeues them
 
