@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 # Tests claim the AMQP 0-9 rules they check with @pytest.mark.spec_rule (docs/conformance.md).
-pytest_plugins = ("tests.conformance.plugin",)
+# A test that uses the `spark` fixture must carry the spark mark (tests/support/spark_mark.py).
+pytest_plugins = ("tests.conformance.plugin", "tests.support.spark_mark", "pytester")
 
 
 @pytest.fixture(scope="session")
