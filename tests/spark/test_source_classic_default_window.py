@@ -7,6 +7,7 @@ through the runner-side reader, with what it sends read off the wire."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -150,6 +151,33 @@ def _cancels(proxy: RecordingProxy) -> int:
     return method_ids(only_connection(proxy)).count(BASIC_CANCEL)
 
 
+@dataclass
+class _Growing:
+    """A runner-side reader of a new queue holding ``bodies``, its default window replaced by
+    ``policy``, that has started consuming."""
+
+    queue: str
+    reader: MicroBatchReader
+    proxy: RecordingProxy
+    consumers: ClassicConsumers
+    start: dict[str, Any]
+
+    @classmethod
+    def of(
+        cls,
+        broker: Broker,
+        runner_reader_of: ReaderFactory,
+        bodies: list[bytes],
+        policy: DefaultWindow,
+    ) -> _Growing:
+        queue = broker.new_queue()
+        broker.publish(queue, bodies)
+        reader, proxy = runner_reader_of(queue=queue)
+        consumers = _consumers(reader)
+        consumers._default_window = policy
+        return cls(queue, reader, proxy, consumers, reader.initialOffset())
+
+
 def test_the_default_window_is_chosen_from_the_broker_at_connect(
     broker: Broker, runner_reader_of: ReaderFactory
 ) -> None:
@@ -166,12 +194,9 @@ def test_the_default_window_is_chosen_from_the_broker_at_connect(
 def test_the_default_window_grows_from_one_message_to_one_consumer_of_its_target_acking_nothing(
     broker: Broker, runner_reader_of: ReaderFactory
 ) -> None:
-    queue = broker.new_queue()
-    broker.publish(queue, [b"x" * 100] * 1500)
-    reader, proxy = runner_reader_of(queue=queue)
-    consumers = _consumers(reader)
-    consumers._default_window = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=1000)
-    start = reader.initialOffset()
+    policy = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=1000)
+    g = _Growing.of(broker, runner_reader_of, [b"x" * 100] * 1500, policy)
+    queue, reader, proxy, consumers, start = g.queue, g.reader, g.proxy, g.consumers, g.start
     # One message first, then at most GROWTH times more at each step: 1, 16, 256, 1000, each
     # step's consumer replacing the last, whose deliveries stay held until their batch is acked.
     held = 1 + 16 + 256 + 1000
@@ -196,12 +221,9 @@ def test_a_default_window_beyond_one_consumers_largest_is_made_of_full_consumers
     largest = 100  # one consumer's largest prefetch, made small so that the test stays small
     monkeypatch.setattr(driver_consumers, "CONSUMER_PREFETCH_MAX", largest)
     monkeypatch.setattr(window_module, "CONSUMER_PREFETCH_MAX", largest)
-    queue = broker.new_queue()
-    broker.publish(queue, [b"x" * 100] * 400)
-    reader, proxy = runner_reader_of(queue=queue)
-    consumers = _consumers(reader)
-    consumers._default_window = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=250)
-    start = reader.initialOffset()
+    policy = DefaultWindow(budget_bytes=DEFAULT_WINDOW_BYTES, max_messages=250)
+    g = _Growing.of(broker, runner_reader_of, [b"x" * 100] * 400, policy)
+    queue, reader, proxy, consumers, start = g.queue, g.reader, g.proxy, g.consumers, g.start
     # 1 and 16 are replaced by one consumer of 100; then two full ones are kept as they are.
     _poll_until_held(reader, start, queue, 1 + 16 + 250)
 
@@ -214,16 +236,12 @@ def test_a_default_window_beyond_one_consumers_largest_is_made_of_full_consumers
 def test_the_default_window_of_large_messages_is_bounded_by_bytes(
     broker: Broker, runner_reader_of: ReaderFactory
 ) -> None:
-    queue = broker.new_queue()
     body = b"y" * 50_000
-    broker.publish(queue, [body] * 120)
-    reader, proxy = runner_reader_of(queue=queue)
-    consumers = _consumers(reader)
     policy = DefaultWindow(budget_bytes=3 * MiB)
-    consumers._default_window = policy
     target = policy.target(len(body))
     assert 16 < target < 120  # one step of growth past the first message, and not all
-    start = reader.initialOffset()
+    g = _Growing.of(broker, runner_reader_of, [body] * 120, policy)
+    queue, reader, proxy, consumers, start = g.queue, g.reader, g.proxy, g.consumers, g.start
     end = _poll_until_held(reader, start, queue, target)
     for _ in range(10):  # and no more come
         end = reader.latestOffset(start, ReadMaxRows(10**9))
@@ -240,13 +258,9 @@ def test_the_default_window_of_large_messages_is_bounded_by_bytes(
 def test_the_default_window_falls_to_one_message_while_grown_messages_exceed_the_budget(
     broker: Broker, runner_reader_of: ReaderFactory
 ) -> None:
-    queue = broker.new_queue()
-    broker.publish(queue, [b"s" * 10] * 300 + [b"L" * 200_000] * 20)
-    reader, proxy = runner_reader_of(queue=queue)
-    consumers = _consumers(reader)
     policy = DefaultWindow(budget_bytes=2 * MiB, max_messages=1000)
-    consumers._default_window = policy
-    start = reader.initialOffset()
+    g = _Growing.of(broker, runner_reader_of, [b"s" * 10] * 300 + [b"L" * 200_000] * 20, policy)
+    queue, reader, proxy, consumers, start = g.queue, g.reader, g.proxy, g.consumers, g.start
     c = consumers._consumers[queue]
     for _ in range(400):  # grows to 1000 on the small ones, then holds 4 MB of large ones
         reader.latestOffset(start, ReadMaxRows(10**9))
