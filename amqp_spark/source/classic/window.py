@@ -30,9 +30,10 @@ unacked until their batch is acked, so a step replaces only when the memory budg
 beside the new window (:meth:`DefaultWindow.may_replace`), and adds a consumer for the
 difference otherwise; until they are acked, the window grows only as far as the budget holds
 them too. So the bytes bound holds at every step, and the count may pass the window by what
-the replaced consumers held (at most the windows before the last step: a fifteenth of it)
-until their batch is acked. Should messages then grow, the consumers are replaced by one of a
-single message while the driver holds more than its share of the budget.
+the replaced consumers held (the windows before the last step: 1 + 16 + 256 + 4,096 = 4,369
+messages beside 40,000 or 131,070 for small messages) until their batch is acked. Should
+messages then grow, the consumers are replaced by one of a single message while the driver
+holds more than its share of the budget.
 
 The count depends on the broker (``connection.start``'s ``product``, see
 :func:`window_messages_for`): RabbitMQ's CPU per message grows with the unacked window, the
