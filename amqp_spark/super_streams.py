@@ -72,6 +72,10 @@ class SuperStream:
         return tuple(p.stream for p in self.partitions)
 
 
+#: Connections the lookup by naming may lose before it gives up.
+NAMING_ATTEMPTS = 3
+
+
 def find(
     uri: str,
     name: str,
@@ -80,7 +84,8 @@ def find(
 ) -> SuperStream:
     """The layout of super stream ``name`` on the broker of ``uri``: through the management
     API at ``management_url`` when given and reachable, else by naming over AMQP through a
-    connection ``connect`` opens (and this closes)."""
+    connection ``connect`` opens (and this closes; another one if it is lost on the way, at
+    most NAMING_ATTEMPTS in all)."""
     if management_url is not None:
         try:
             return from_management(uri, name, management_url)
@@ -94,11 +99,21 @@ def find(
                 name,
                 name,
             )
-    conn = connect()
-    try:
-        return by_naming(conn, name)
-    finally:
-        conn.close()
+    from amqp_spark.client import ConnectionClosed
+
+    lost: ConnectionClosed | None = None
+    for _ in range(NAMING_ATTEMPTS):
+        conn = connect()
+        try:
+            return by_naming(conn, name)
+        except ConnectionClosed as e:
+            # The node went away during the lookup (a node of a cluster that dies): the
+            # next connection reaches another (addresses rotate).
+            lost = e
+        finally:
+            conn.close()
+    assert lost is not None  # NAMING_ATTEMPTS > 0: every attempt returned or lost
+    raise lost
 
 
 def from_management(uri: str, name: str, management_url: str) -> SuperStream:
