@@ -9,7 +9,9 @@ pattern with our client alone, in this process, for several shapes of the window
   consumers of at most 65535 on one channel, sharing its delivery tags);
 * ``global``: one ``basic.qos global=true`` of the whole window on the channel, shared by
   its consumers (RabbitMQ 3.3+ semantics; a deprecated feature in RabbitMQ 4);
-* the window spread over several channels.
+* the window spread over several channels;
+* one consumer acked every 20,000 or 10,000 deliveries instead of half the window once it is
+  full (RabbitMQ's cost follows what one ack frees);
 
 and the raw client's pattern (prefetch 65535, an ack every 10,000) as the reference.
 Each shape reads the same refilled backlog of 100 B messages; the shapes alternate over
@@ -81,6 +83,12 @@ SHAPES = [
         "131070 as six consumers: 1+15+240+3840+61440+65534",
         (1, 15, 240, 3840, 61440, 65534),
     ),
+    # RabbitMQ's cost follows what one ack frees (docs/measurements/classic-source.md, sixth
+    # pass): the same windows acked in steps of 20000 and of 10000.
+    Shape("40000, 1 consumer, ack every 20000", (40_000,), ack_every=20_000),
+    Shape("65535, 1 consumer, ack every 20000", (65535,), ack_every=20_000),
+    Shape("40000, 1 consumer, ack every 10000", (40_000,), ack_every=10_000),
+    Shape("20000, 1 consumer, ack every 10000", (20_000,), ack_every=10_000),
 ]
 
 
