@@ -88,7 +88,6 @@ class _Consumer:
     #: prefetches sum to how many deliveries they may have unacked (besides, those of
     #: consumers a step of the default window cancelled wait for their batch's ack).
     tags_and_prefetches: list[tuple[str, int]] = field(default_factory=list)
-    window: int = 0
     #: What consumers replaced by a step of the default window may still have unacked (the
     #: sum of their prefetches), until every delivery up to ``retired_through`` is acked;
     #: None while their cancel-oks are on the way (their deliveries come before those).
@@ -117,13 +116,17 @@ class _Consumer:
             self.channel.deliver_as_columns()
         self.channel.basic_qos(prefetch_count=prefetch)
         self.tags_and_prefetches.append((self.channel.basic_consume(queue, no_ack=False), prefetch))
-        self.window += prefetch
+
+    @property
+    def window(self) -> int:
+        """How many deliveries the live consumers may have unacked: their prefetches."""
+        return sum(p for _, p in self.tags_and_prefetches)
 
     def step(self, queue: str, prefetch: int, replaced: list[tuple[str, int]]) -> None:
         """One step of the default window: add a consumer of ``prefetch``, then cancel the
         consumers ``replaced`` (their deliveries stay unacked on the channel until their
         batch is acked, but no more come to them). Sent without waiting: the replies would
-        come behind the deliveries in flight. Counted in the window at once."""
+        come behind the deliveries in flight. The window counts the new consumer at once."""
         tag = f"amqp-spark-{uuid.uuid4().hex}"
         self.growing = [
             self.channel.request_later("basic.qos", prefetch_count=prefetch, global_=False),
@@ -132,7 +135,6 @@ class _Consumer:
         ]
         kept = [c for c in self.tags_and_prefetches if c not in replaced]
         self.tags_and_prefetches = [*kept, (tag, prefetch)]
-        self.window = sum(p for _, p in self.tags_and_prefetches)
         if replaced:
             self.retired += sum(p for _, p in replaced)
             self.retired_through = None
